@@ -1,0 +1,78 @@
+# apichain developer tasks. `make test` is what CI runs.
+SHELL := /bin/bash
+BIN := $(CURDIR)/.bin
+export PATH := $(BIN):$(PATH)
+
+BUF_VERSION := v1.75.0
+PROTOC_GEN_GO_VERSION := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+GRPC_GATEWAY_VERSION := v2.33.0
+# googleapis protos (google/api/*.proto) come from this module's third_party folder via the
+# Go module proxy, so codegen needs no other network source.
+GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
+
+MODULES := gen pkg services/gateway services/core services/extensions services/aggregator cmd/apichain test/e2e
+PKGS := $(addprefix ./,$(addsuffix /...,$(MODULES)))
+
+.PHONY: all build test test-short vet fmt lint generate check-generate tools googleapis bench run clean
+
+all: build
+
+build:
+	go build $(PKGS)
+
+run:
+	go run ./cmd/apichain
+
+test:
+	go test -count=1 -timeout 30m $(PKGS)
+
+test-short:
+	go test -short -count=1 $(PKGS)
+
+vet:
+	go vet $(PKGS)
+
+fmt:
+	gofmt -l -w $(MODULES)
+
+bench:
+	go test -run '^$$' -bench . -benchtime 5x ./test/e2e/...
+
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-grpc-gateway $(BIN)/protoc-gen-openapiv2
+
+$(BIN)/buf:
+	GOBIN=$(BIN) go install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+$(BIN)/protoc-gen-go:
+	GOBIN=$(BIN) go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+$(BIN)/protoc-gen-go-grpc:
+	GOBIN=$(BIN) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+$(BIN)/protoc-gen-grpc-gateway:
+	GOBIN=$(BIN) go install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway@$(GRPC_GATEWAY_VERSION)
+$(BIN)/protoc-gen-openapiv2:
+	GOBIN=$(BIN) go install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2@$(GRPC_GATEWAY_VERSION)
+
+googleapis:
+	@dir=$$(cd / && GOWORK=off GOFLAGS=-mod=mod go mod download -json $(GOOGLEAPIS_MODULE) | sed -n 's/.*"Dir": "\(.*\)",/\1/p'); \
+	rm -rf third_party/googleapis; mkdir -p third_party/googleapis/google/api; \
+	cp $$dir/third_party/googleapis/LICENSE third_party/googleapis/; \
+	cp $$dir/third_party/googleapis/google/api/{annotations,http,httpbody}.proto third_party/googleapis/google/api/; \
+	chmod -R u+w third_party/googleapis
+
+lint: tools googleapis
+	buf lint
+	buf format -d --exit-code proto
+
+generate: tools googleapis
+	buf format -w proto
+	buf lint
+	rm -rf gen/apichain gen/openapiv2
+	buf generate
+
+# CI: the committed generated code must be what `make generate` makes.
+check-generate: generate
+	git diff --exit-code -- gen proto
+	test -z "$$(git status --porcelain -- gen proto)"
+
+clean:
+	rm -rf $(BIN) third_party/googleapis

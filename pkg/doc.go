@@ -1,0 +1,2 @@
+// Package pkg is the shared library of apichain's services.
+package pkg

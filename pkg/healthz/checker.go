@@ -1,0 +1,31 @@
+package healthz
+
+import "net/http"
+
+// Checker is one named health check. Check returns nil when healthy.
+type Checker interface {
+	Name() string
+	Check(req *http.Request) error
+}
+
+// NamedCheck returns a Checker that runs check under name.
+func NamedCheck(name string, check func(r *http.Request) error) Checker {
+	return namedCheck{name: name, check: check}
+}
+
+type namedCheck struct {
+	name  string
+	check func(r *http.Request) error
+}
+
+func (c namedCheck) Name() string                  { return c.name }
+func (c namedCheck) Check(req *http.Request) error { return c.check(req) }
+
+// PingHealthz always passes. It is also what an endpoint serves when it has
+// no checks, as kube does, so that /<endpoint>/ping always exists.
+var PingHealthz Checker = ping{}
+
+type ping struct{}
+
+func (ping) Name() string              { return "ping" }
+func (ping) Check(*http.Request) error { return nil }
