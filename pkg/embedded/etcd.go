@@ -1,0 +1,56 @@
+package embedded
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+)
+
+// Etcd is a running in-process single-member etcd.
+type Etcd struct {
+	e *embed.Etcd
+}
+
+// StartEtcd starts etcd storing under dir/etcd, serving clients on 127.0.0.1:clientPort and
+// peers on 127.0.0.1:peerPort (0 picks free ports).
+func StartEtcd(dir string, clientPort, peerPort int) (*Etcd, error) {
+	cfg := embed.NewConfig()
+	cfg.Name = "apichain"
+	cfg.Dir = filepath.Join(dir, "etcd")
+	// Closing etcd logs harmless error lines; real failures come back as errors from here.
+	cfg.LogLevel = "fatal"
+	cu := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", clientPort)}
+	pu := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", peerPort)}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}
+	cfg.InitialCluster = cfg.Name + "=" + pu.String()
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("etcd: %w", err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(60 * time.Second):
+		e.Close()
+		return nil, fmt.Errorf("etcd: not ready within 60s")
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("etcd: %w", err)
+	}
+	return &Etcd{e: e}, nil
+}
+
+// Endpoints are the client URLs actually bound.
+func (e *Etcd) Endpoints() []string {
+	var out []string
+	for _, l := range e.e.Clients {
+		out = append(out, "http://"+l.Addr().String())
+	}
+	return out
+}
+
+// Stop closes etcd.
+func (e *Etcd) Stop() { e.e.Close() }

@@ -1,0 +1,106 @@
+package lifecycle
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
+	"github.com/apichain/apichain/pkg/embedded"
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var natsURL string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lifecycle-test")
+	if err != nil {
+		panic(err)
+	}
+	n, err := embedded.StartNATS(dir, "127.0.0.1", 0)
+	if err != nil {
+		panic(err)
+	}
+	natsURL = n.URL()
+	code := m.Run()
+	n.Stop()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func connect(t *testing.T) *nats.Conn {
+	t.Helper()
+	nc, err := Connect(natsURL, t.Name())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, 15*time.Second, 20*time.Millisecond, "waiting for %s", what)
+}
+
+func TestPublishWatchGoodbyeAndExpiry(t *testing.T) {
+	ttl := 900 * time.Millisecond
+	reg := NewRegistry(ttl)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go WatchNATS(ctx, connect(t), ttl, reg, quiet)
+
+	state := func(id string, ready bool) func() *lifecyclev1.InstanceState {
+		return func() *lifecyclev1.InstanceState {
+			return &lifecyclev1.InstanceState{Service: "core", InstanceId: id, Address: "127.0.0.1:1", Ready: ready}
+		}
+	}
+	// a: stops cleanly (deletes its key); b: dies without a goodbye (its connection closes).
+	pa := NewPublisher(connect(t), Key("core", "a"), ttl, state("a", true), quiet)
+	actx, stopA := context.WithCancel(ctx)
+	aDone := make(chan struct{})
+	go func() { pa.Run(actx); close(aDone) }()
+	pa.Notify()
+	ncB := connect(t)
+	pb := NewPublisher(ncB, Key("core", "b"), ttl, state("b", false), quiet)
+	bctx, killB := context.WithCancel(ctx)
+	go pb.Run(bctx)
+	pb.Notify()
+
+	eventually(t, "both instances", func() bool { return len(reg.Service("core")) == 2 })
+	assert.Equal(t, SourceNATS, reg.Source())
+	insts := reg.Service("core")
+	assert.True(t, Routable(insts[0]))
+	assert.False(t, Routable(insts[1]), "b is not ready")
+
+	// A late subscriber catches up from the bucket.
+	late := NewRegistry(ttl)
+	go WatchNATS(ctx, connect(t), ttl, late, quiet)
+	eventually(t, "late subscriber catch-up", func() bool { return len(late.Service("core")) == 2 })
+
+	stopA()
+	<-aDone
+	eventually(t, "a's goodbye", func() bool { return len(reg.Service("core")) == 1 })
+
+	ncB.Close() // b can no longer heartbeat or say goodbye
+	killB()
+	eventually(t, "b's expiry", func() bool { return len(reg.Service("core")) == 0 })
+}
+
+func TestRegistryExpiry(t *testing.T) {
+	reg := NewRegistry(time.Second)
+	now := time.Unix(1000, 0)
+	reg.now = func() time.Time { return now }
+	changes := 0
+	reg.OnChange(func() { changes++ })
+	reg.Upsert(&lifecyclev1.InstanceState{Service: "core", InstanceId: "x"}, SourceNATS)
+	assert.Len(t, reg.Instances(), 1)
+	now = now.Add(1500 * time.Millisecond)
+	assert.Empty(t, reg.Instances())
+	assert.Equal(t, 2, changes)
+}
