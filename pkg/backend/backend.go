@@ -1,0 +1,180 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
+	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
+	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/certs"
+	"github.com/apichain/apichain/pkg/healthz"
+	"github.com/apichain/apichain/pkg/lifecycle"
+	"github.com/apichain/apichain/pkg/server"
+	"github.com/apichain/apichain/pkg/storage"
+	"github.com/nats-io/nats.go"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/reflection"
+)
+
+// Backend is one backend process (or one backend inside the all-in-one).
+type Backend struct {
+	Server *server.Server
+	Etcd   *clientv3.Client
+	Log    *slog.Logger
+
+	opts      *Options
+	grpc      *grpc.Server
+	transport *server.GRPCTransport
+	ln        net.Listener
+	health    *health.Server
+	discovery *Discovery
+	instance  lifecycle.Instance
+	nc        *nats.Conn
+	publisher *lifecycle.Publisher
+	resources resourcev1.ResourceServiceServer
+	mu        sync.Mutex
+}
+
+// New binds the listener and builds the gRPC server. served lists what the backend serves, in
+// its preferred order; register a ResourceService with SetResources before Run.
+func New(opts *Options, served []*discoveryv1.GroupVersion, log *slog.Logger) (*Backend, error) {
+	log = log.With("service", opts.Service, "instance", opts.InstanceID)
+	srv := server.New(opts.Service, opts.Generic, log)
+	srv.MarkPhase("config")
+
+	pool, err := certs.PoolFromFile(opts.ClientCAFile)
+	if err != nil {
+		return nil, err
+	}
+	tlsCfg, err := certs.ServerTLSConfig(opts.TLSCertFile, opts.TLSKeyFile, pool, true)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", opts.BindAddress)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", opts.BindAddress, err)
+	}
+	etcd, err := storage.NewClient(opts.EtcdServers)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	b := &Backend{Server: srv, Etcd: etcd, Log: log, opts: opts, ln: ln, health: health.NewServer(),
+		discovery: NewDiscovery(served)}
+	b.instance = lifecycle.Instance{Service: opts.Service, InstanceID: opts.InstanceID,
+		Address: advertise(opts.AdvertiseAddress, ln.Addr()), Served: b.discovery.ServedNames()}
+
+	b.grpc = grpc.NewServer(
+		grpc.Creds(credentials.NewTLS(tlsCfg)),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: opts.MaxConnectionAge, MaxConnectionAgeGrace: 30 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.ChainUnaryInterceptor(b.unaryInterceptor),
+		grpc.ChainStreamInterceptor(b.streamInterceptor),
+		grpc.MaxRecvMsgSize(16<<20),
+	)
+	b.transport = server.NewGRPCTransport(b.grpc)
+	srv.AddTransport("grpc", b.transport, ln)
+
+	srv.AddHealthChecks(healthz.NamedCheck("etcd", storage.HealthCheck(etcd)))
+	if err := srv.AddPostStartHook("storage-readiness", func(ctx context.Context) error {
+		return storage.WaitReady(ctx, etcd)
+	}); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// advertise turns a bound address into one a peer can dial.
+func advertise(configured string, bound net.Addr) string {
+	if configured != "" {
+		return configured
+	}
+	tcp := bound.(*net.TCPAddr)
+	host := tcp.IP.String()
+	if tcp.IP.IsUnspecified() {
+		host = "127.0.0.1"
+		if h, err := osHostname(); err == nil {
+			host = h
+		}
+	}
+	return net.JoinHostPort(host, strconv.Itoa(tcp.Port))
+}
+
+// SetResources installs the ResourceService implementation (default: nothing is served).
+func (b *Backend) SetResources(r resourcev1.ResourceServiceServer) { b.resources = r }
+
+// Address is the advertised gRPC address.
+func (b *Backend) Address() string { return b.instance.Address }
+
+// Stopping is closed when shutdown starts ending long-running streams.
+func (b *Backend) Stopping() <-chan struct{} { return b.transport.Stopping() }
+
+// Snapshot is the instance's lifecycle state.
+func (b *Backend) Snapshot() *lifecyclev1.InstanceState {
+	return lifecycle.Snapshot(b.Server, b.instance)
+}
+
+// Run serves until ctx is done and shuts down gracefully.
+func (b *Backend) Run(ctx context.Context) error {
+	resources := b.resources
+	if resources == nil {
+		resources = NotServedResources{}
+	}
+	resourcev1.RegisterResourceServiceServer(b.grpc, resources)
+	discoveryv1.RegisterDiscoveryServiceServer(b.grpc, b.discovery)
+	lifecyclev1.RegisterLifecycleServiceServer(b.grpc, &lifecycleService{b: b})
+	healthpb.RegisterHealthServer(b.grpc, b.health)
+	reflection.Register(b.grpc)
+
+	nc, err := lifecycle.Connect(b.opts.NATSURL, b.opts.Service+"/"+b.opts.InstanceID)
+	if err != nil {
+		return fmt.Errorf("nats: %w", err)
+	}
+	defer nc.Close()
+	b.publisher = lifecycle.NewPublisher(nc, lifecycle.Key(b.opts.Service, b.opts.InstanceID), b.opts.LifecycleTTL, b.Snapshot, b.Log)
+	b.Server.OnChange(b.publisher.Notify)
+	b.Server.OnChange(b.updateHealth)
+	b.updateHealth()
+
+	pubCtx, stopPublishing := context.WithCancel(context.Background())
+	var g errgroup.Group
+	g.Go(func() error { b.publisher.Run(pubCtx); return nil })
+	err = b.Server.Run(ctx)
+	stopPublishing()
+	_ = g.Wait()
+	_ = b.Etcd.Close()
+	return err
+}
+
+// updateHealth mirrors readiness into grpc.health.v1, for the gateway's fallback and for
+// the compose healthcheck.
+func (b *Backend) updateHealth() {
+	sig := b.Server.Signals()
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	if sig.HasBeenReady.IsSignaled() && !sig.ShutdownInitiated.IsSignaled() {
+		st = healthpb.HealthCheckResponse_SERVING
+	}
+	b.health.SetServingStatus("", st)
+	b.health.SetServingStatus(b.opts.Service, st)
+}
+
+type lifecycleService struct {
+	lifecyclev1.UnimplementedLifecycleServiceServer
+	b *Backend
+}
+
+func (l *lifecycleService) GetInstanceState(context.Context, *lifecyclev1.GetInstanceStateRequest) (*lifecyclev1.GetInstanceStateResponse, error) {
+	return &lifecyclev1.GetInstanceStateResponse{State: l.b.Snapshot()}, nil
+}

@@ -1,0 +1,158 @@
+package backend
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"strings"
+
+	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
+	"github.com/apichain/apichain/pkg/rpcstatus"
+	"google.golang.org/genproto/googleapis/api/httpbody"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Discovery serves a backend's own discovery documents: /api and /api/v1 for the legacy
+// group, /apis/<group> and /apis/<group>/<version> for the others.
+type Discovery struct {
+	discoveryv1.UnimplementedDiscoveryServiceServer
+	served []*discoveryv1.GroupVersion
+}
+
+// NewDiscovery serves the given group/versions (in preference order per group).
+func NewDiscovery(served []*discoveryv1.GroupVersion) *Discovery { return &Discovery{served: served} }
+
+// ServedNames lists "group/version" ("v1" for the legacy group).
+func (d *Discovery) ServedNames() []string {
+	out := make([]string, 0, len(d.served))
+	for _, gv := range d.served {
+		out = append(out, GroupVersionString(gv.GetGroup(), gv.GetVersion()))
+	}
+	return out
+}
+
+// GroupVersionString is kube's "group/version", or just "version" for the legacy group.
+func GroupVersionString(group, version string) string {
+	if group == "" {
+		return version
+	}
+	return group + "/" + version
+}
+
+// ListServed returns what this server serves.
+func (d *Discovery) ListServed(context.Context, *discoveryv1.ListServedRequest) (*discoveryv1.ListServedResponse, error) {
+	return &discoveryv1.ListServedResponse{GroupVersions: d.served}, nil
+}
+
+// GetDocument returns this server's discovery documents by path.
+func (d *Discovery) GetDocument(_ context.Context, req *discoveryv1.GetDocumentRequest) (*httpbody.HttpBody, error) {
+	doc, ok := d.document(strings.TrimSuffix(req.GetPath(), "/"))
+	if !ok {
+		return nil, rpcstatus.NotServed(req.GetPath())
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return &httpbody.HttpBody{ContentType: "application/json", Data: data}, nil
+}
+
+func (d *Discovery) document(path string) (any, bool) {
+	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	switch {
+	case len(parts) == 1 && parts[0] == "api":
+		versions := d.versions("")
+		if len(versions) == 0 {
+			return nil, false
+		}
+		return &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: versions,
+			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{}}, true
+	case len(parts) == 2 && parts[0] == "api":
+		return d.resourceList("", parts[1])
+	case len(parts) == 2 && parts[0] == "apis":
+		g, ok := d.group(parts[1])
+		if !ok {
+			return nil, false
+		}
+		g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+		return g, true
+	case len(parts) == 3 && parts[0] == "apis":
+		return d.resourceList(parts[1], parts[2])
+	}
+	return nil, false
+}
+
+func (d *Discovery) versions(group string) []string {
+	var out []string
+	for _, gv := range d.served {
+		if gv.GetGroup() == group {
+			out = append(out, gv.GetVersion())
+		}
+	}
+	return out
+}
+
+// group returns the APIGroup document, the first served version preferred.
+func (d *Discovery) group(name string) (*metav1.APIGroup, bool) {
+	if name == "" {
+		return nil, false
+	}
+	g := &metav1.APIGroup{Name: name}
+	for _, v := range d.versions(name) {
+		gvd := metav1.GroupVersionForDiscovery{GroupVersion: name + "/" + v, Version: v}
+		g.Versions = append(g.Versions, gvd)
+	}
+	if len(g.Versions) == 0 {
+		return nil, false
+	}
+	g.PreferredVersion = g.Versions[0]
+	return g, true
+}
+
+// Groups returns the APIGroups this server serves (not the legacy group), in served order.
+func (d *Discovery) Groups() []metav1.APIGroup {
+	var out []metav1.APIGroup
+	seen := map[string]bool{}
+	for _, gv := range d.served {
+		if gv.GetGroup() == "" || seen[gv.GetGroup()] {
+			continue
+		}
+		seen[gv.GetGroup()] = true
+		g, _ := d.group(gv.GetGroup())
+		out = append(out, *g)
+	}
+	return out
+}
+
+func (d *Discovery) resourceList(group, version string) (*metav1.APIResourceList, bool) {
+	for _, gv := range d.served {
+		if gv.GetGroup() != group || gv.GetVersion() != version {
+			continue
+		}
+		list := &metav1.APIResourceList{
+			TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+			GroupVersion: GroupVersionString(group, version),
+			APIResources: []metav1.APIResource{},
+		}
+		for _, r := range gv.GetResources() {
+			list.APIResources = append(list.APIResources, apiResources(r)...)
+		}
+		return list, true
+	}
+	return nil, false
+}
+
+// apiResources is a resource and its subresources as kube lists them ("pods/status").
+func apiResources(r *discoveryv1.Resource) []metav1.APIResource {
+	verbs := append([]string(nil), r.GetVerbs()...)
+	sort.Strings(verbs)
+	out := []metav1.APIResource{{
+		Name: r.GetName(), SingularName: r.GetSingularName(), Namespaced: r.GetNamespaced(), Kind: r.GetKind(),
+		Verbs: verbs, ShortNames: r.GetShortNames(), Categories: r.GetCategories(),
+	}}
+	for _, sub := range r.GetSubresources() {
+		out = append(out, metav1.APIResource{Name: r.GetName() + "/" + sub, Namespaced: r.GetNamespaced(),
+			Kind: r.GetKind(), Verbs: []string{"get", "patch", "update"}})
+	}
+	return out
+}

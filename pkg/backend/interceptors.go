@@ -1,0 +1,64 @@
+package backend
+
+import (
+	"context"
+	"os"
+
+	"github.com/apichain/apichain/pkg/caller"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+var osHostname = os.Hostname
+
+// longRunning are the streaming methods that shutdown ends rather than waits for.
+var longRunning = map[string]bool{
+	"/apichain.resource.v1.ResourceService/Watch": true,
+	"/grpc.health.v1.Health/Watch":                true,
+	"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo":      true,
+	"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": true,
+}
+
+// admit counts the request for draining and attaches the gateway's caller identity.
+func (b *Backend) admit(ctx context.Context, method string) (context.Context, func(), error) {
+	c, err := caller.FromIncoming(ctx)
+	if err != nil {
+		return nil, nil, status.Error(codes.PermissionDenied, err.Error())
+	}
+	if c != nil {
+		ctx = caller.WithCaller(ctx, c)
+	}
+	if longRunning[method] {
+		return ctx, func() {}, nil
+	}
+	if err := b.Server.InFlight.Add(1); err != nil {
+		return nil, nil, status.Error(codes.Unavailable, "server is shutting down")
+	}
+	return ctx, b.Server.InFlight.Done, nil
+}
+
+func (b *Backend) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	ctx, done, err := b.admit(ctx, info.FullMethod)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return h(ctx, req)
+}
+
+type ctxStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s ctxStream) Context() context.Context { return s.ctx }
+
+func (b *Backend) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	ctx, done, err := b.admit(ss.Context(), info.FullMethod)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return h(srv, ctxStream{ServerStream: ss, ctx: ctx})
+}

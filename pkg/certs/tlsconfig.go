@@ -1,0 +1,80 @@
+package certs
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+)
+
+// ServerTLSConfig builds a server config from PEM files. With clientCAs,
+// client certificates are verified against it: optional by default (so
+// token or anonymous clients can still connect and be authenticated by
+// other means), mandatory when requireClientCert is set (backend mTLS).
+func ServerTLSConfig(certFile, keyFile string, clientCAs *x509.CertPool, requireClientCert bool) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("certs: load server key pair: %w", err)
+	}
+	cfg := &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		MinVersion:   tls.VersionTLS12,
+		NextProtos:   []string{"h2", "http/1.1"},
+	}
+	switch {
+	case clientCAs != nil && requireClientCert:
+		cfg.ClientCAs = clientCAs
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	case clientCAs != nil:
+		cfg.ClientCAs = clientCAs
+		cfg.ClientAuth = tls.VerifyClientCertIfGiven
+	case requireClientCert:
+		// Requiring certs without a pool to check them against would
+		// accept any self-signed cert; refuse rather than mislead.
+		return nil, errors.New("certs: requireClientCert needs clientCAs")
+	}
+	return cfg, nil
+}
+
+// ClientTLSConfig builds a client config. An empty caFile trusts the system
+// roots; certFile and keyFile are both empty (no client cert) or both set.
+// serverName overrides the name checked against the server's cert, which
+// matters when dialing an IP or a name not in the cert.
+func ClientTLSConfig(caFile, certFile, keyFile, serverName string) (*tls.Config, error) {
+	cfg := &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		ServerName: serverName,
+	}
+	if caFile != "" {
+		pool, err := PoolFromFile(caFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = pool
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("certs: client cert and key must be given together")
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("certs: load client key pair: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// PoolFromFile returns a pool holding every certificate in a PEM file.
+func PoolFromFile(caFile string) (*x509.CertPool, error) {
+	data, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("certs: read CA bundle: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("certs: no certificates in %s", caFile)
+	}
+	return pool, nil
+}

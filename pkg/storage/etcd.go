@@ -1,0 +1,57 @@
+// Package storage holds apichain's etcd access.
+package storage
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// NewClient connects to etcd. The client dials lazily, so a process can start before etcd.
+func NewClient(endpoints []string) (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: 5 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+}
+
+// Ping asks every endpoint for its status, like kube's etcd health check.
+func Ping(ctx context.Context, c *clientv3.Client) error {
+	var lastErr error
+	for _, ep := range c.Endpoints() {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := c.Status(sctx, ep)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		lastErr = err
+	}
+	return fmt.Errorf("etcd unreachable: %w", lastErr)
+}
+
+// HealthCheck is the "etcd" health check.
+func HealthCheck(c *clientv3.Client) func(*http.Request) error {
+	return func(r *http.Request) error { return Ping(r.Context(), c) }
+}
+
+// WaitReady blocks until etcd answers or ctx is done; it is the storage-readiness hook.
+func WaitReady(ctx context.Context, c *clientv3.Client) error {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if err := Ping(ctx, c); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
