@@ -14,8 +14,8 @@ var osHostname = os.Hostname
 
 // longRunning are the streaming methods that shutdown ends rather than waits for.
 var longRunning = map[string]bool{
-	"/apichain.resource.v1.ResourceService/Watch": true,
-	"/grpc.health.v1.Health/Watch":                true,
+	"/apichain.resource.v1.ResourceService/Watch":                    true,
+	"/grpc.health.v1.Health/Watch":                                   true,
 	"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo":      true,
 	"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": true,
 }
