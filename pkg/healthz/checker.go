@@ -8,6 +8,12 @@ type Checker interface {
 	Check(req *http.Request) error
 }
 
+// Noter is implemented by checks that add a short note to their verbose "ok" line, such as
+// a remote instance count or a hook's duration ("[+]core ok (2/2 instances ready)").
+type Noter interface {
+	Note() string
+}
+
 // NamedCheck returns a Checker that runs check under name.
 func NamedCheck(name string, check func(r *http.Request) error) Checker {
 	return namedCheck{name: name, check: check}

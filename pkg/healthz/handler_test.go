@@ -2,6 +2,7 @@ package healthz
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 )
@@ -236,5 +237,20 @@ func TestCheckSeesRequest(t *testing.T) {
 	serve(h, "GET", "/readyz/x", "")
 	if path != "/readyz/x" {
 		t.Fatalf("check saw path %q", path)
+	}
+}
+
+type notedCheck struct{ Checker }
+
+func (notedCheck) Note() string { return "2/2 instances ready" }
+
+func TestNoteOnVerboseOKLine(t *testing.T) {
+	h := Handler("readyz", func() []Checker {
+		return []Checker{notedCheck{NamedCheck("core", func(*http.Request) error { return nil })}}
+	})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz?verbose", nil))
+	if got, want := rec.Body.String(), "[+]core ok (2/2 instances ready)\nreadyz check passed\n"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
 	}
 }

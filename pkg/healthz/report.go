@@ -37,6 +37,10 @@ func serveAll(w http.ResponseWriter, r *http.Request, name string, checks []Chec
 			reasons = append(reasons, slog.String(cn, err.Error()))
 			continue
 		}
+		if n, ok := c.(Noter); ok && n.Note() != "" {
+			fmt.Fprintf(&body, "[+]%s ok (%s)\n", cn, n.Note())
+			continue
+		}
 		fmt.Fprintf(&body, "[+]%s ok\n", cn)
 	}
 
