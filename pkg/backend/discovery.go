@@ -67,6 +67,8 @@ func (d *Discovery) document(path string) (any, bool) {
 		}
 		return &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: versions,
 			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{}}, true
+	case len(parts) == 1 && parts[0] == "apis":
+		return &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: d.Groups()}, true
 	case len(parts) == 2 && parts[0] == "api":
 		return d.resourceList("", parts[1])
 	case len(parts) == 2 && parts[0] == "apis":
@@ -111,7 +113,7 @@ func (d *Discovery) group(name string) (*metav1.APIGroup, bool) {
 
 // Groups returns the APIGroups this server serves (not the legacy group), in served order.
 func (d *Discovery) Groups() []metav1.APIGroup {
-	var out []metav1.APIGroup
+	out := []metav1.APIGroup{}
 	seen := map[string]bool{}
 	for _, gv := range d.served {
 		if gv.GetGroup() == "" || seen[gv.GetGroup()] {

@@ -41,6 +41,7 @@ func PollGRPC(ctx context.Context, reg *Registry, static func() []string, dial D
 				reg.Upsert(st, SourceGRPC)
 			}
 		}
+		reg.MarkSynced()
 	}
 }
 

@@ -27,6 +27,8 @@ type Registry struct {
 	entries   map[string]entry
 	source    Source
 	listeners []func()
+	synced    chan struct{}
+	syncOnce  sync.Once
 }
 
 type entry struct {
@@ -40,8 +42,15 @@ func NewRegistry(ttl time.Duration) *Registry {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	return &Registry{ttl: ttl, now: time.Now, entries: map[string]entry{}, source: SourceNATS}
+	return &Registry{ttl: ttl, now: time.Now, entries: map[string]entry{}, source: SourceNATS, synced: make(chan struct{})}
 }
+
+// MarkSynced records that the registry holds a complete picture once (NATS initial values
+// delivered, or a full gRPC fallback round done).
+func (r *Registry) MarkSynced() { r.syncOnce.Do(func() { close(r.synced) }) }
+
+// Synced is closed after the first complete picture.
+func (r *Registry) Synced() <-chan struct{} { return r.synced }
 
 // OnChange registers f to run after entries change.
 func (r *Registry) OnChange(f func()) {

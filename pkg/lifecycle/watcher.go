@@ -60,6 +60,7 @@ func watchOnce(ctx context.Context, nc *nats.Conn, ttl time.Duration, reg *Regis
 				return nats.ErrConnectionClosed
 			}
 			if e == nil { // initial values delivered
+				reg.MarkSynced()
 				continue
 			}
 			apply(reg, e)

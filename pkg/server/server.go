@@ -66,6 +66,8 @@ type Server struct {
 	onChange    []func()
 	deferMuxSig bool
 	startedAt   time.Time
+	// shutdownCheck is listed last in readyz, as kube lists it.
+	shutdownCheck healthz.Checker
 }
 
 type boundTransport struct {
@@ -92,8 +94,8 @@ func New(name string, opts Options, log *slog.Logger) *Server {
 	})
 	s.healthz = []healthz.Checker{healthz.PingHealthz}
 	s.livez = []healthz.Checker{healthz.PingHealthz}
-	s.readyz = []healthz.Checker{healthz.PingHealthz,
-		healthz.SignalCheck("shutdown", s.signals.ShutdownInitiated.Signaled(), errors.New("process is shutting down"))}
+	s.readyz = []healthz.Checker{healthz.PingHealthz}
+	s.shutdownCheck = healthz.SignalCheck("shutdown", s.signals.ShutdownInitiated.Signaled(), errors.New("process is shutting down"))
 	return s
 }
 
@@ -196,11 +198,11 @@ func (s *Server) AddReadyzChecks(checks ...healthz.Checker) {
 	s.readyz = append(s.readyz, checks...)
 }
 
-// ReadyzChecks returns the current readyz checks.
+// ReadyzChecks returns the current readyz checks, "shutdown" last.
 func (s *Server) ReadyzChecks() []healthz.Checker {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]healthz.Checker(nil), s.readyz...)
+	return append(append([]healthz.Checker(nil), s.readyz...), s.shutdownCheck)
 }
 
 func (s *Server) healthzChecks() []healthz.Checker {
@@ -223,7 +225,9 @@ func (s *Server) InstallHealthHandlers(mux *http.ServeMux, extraReadyz func() []
 	healthz.Install(mux, "readyz", func() []healthz.Checker {
 		checks := s.ReadyzChecks()
 		if extraReadyz != nil {
-			checks = append(checks, extraReadyz()...)
+			// Remote checks go before "shutdown", which stays last.
+			last := len(checks) - 1
+			checks = append(append(checks[:last:last], extraReadyz()...), checks[last])
 		}
 		return checks
 	})

@@ -1,0 +1,47 @@
+package filters
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/apichain/apichain/pkg/requestinfo"
+	"github.com/apichain/apichain/pkg/server"
+)
+
+// ChainConfig is what the filters need.
+type ChainConfig struct {
+	Log                         *slog.Logger
+	RequestTimeout              time.Duration
+	MaxRequestsInFlight         int
+	MaxMutatingRequestsInFlight int
+	Authentication              Authentication
+	Authorizer                  Authorizer
+	HSTSDirectives              string
+	InFlight                    *server.SafeWaitGroup
+	// RetryAfter, once closed, makes every request get 429 + Retry-After
+	// (--shutdown-send-retry-after after the shutdown delay); nil disables it.
+	RetryAfter <-chan struct{}
+}
+
+// BuildHandlerChain wraps handler in the gateway's filters. Read it bottom-up for the order a
+// request passes them: the last wrapper is the outermost filter, as in kube's
+// DefaultBuildHandlerChain.
+func BuildHandlerChain(handler http.Handler, c ChainConfig) http.Handler {
+	h := handler
+	h = WithAuthorization(h, c.Authorizer)
+	h = WithMaxInFlightLimit(h, c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight)
+	h = WithAuthentication(h, c.Authentication, c.Log)
+	h = WithTimeout(h)
+	h = WithRequestDeadline(h, c.RequestTimeout)
+	h = WithWaitGroup(h, c.InFlight)
+	h = WithHSTS(h, c.HSTSDirectives)
+	h = WithCacheControl(h)
+	if c.RetryAfter != nil {
+		h = WithRetryAfter(h, c.RetryAfter)
+	}
+	h = WithRequestInfo(h, requestinfo.NewResolver())
+	h = WithPanicRecovery(h, c.Log)
+	h = WithAuditID(h)
+	return h
+}

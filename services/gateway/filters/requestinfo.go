@@ -1,0 +1,21 @@
+package filters
+
+import (
+	"net/http"
+
+	"github.com/apichain/apichain/pkg/requestinfo"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// WithRequestInfo resolves kube's request info (verb, group, version, namespace, resource,
+// subresource, name) from the path once, for every later filter and the router.
+func WithRequestInfo(next http.Handler, resolver *requestinfo.Resolver) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info, err := resolver.Resolve(r)
+		if err != nil {
+			WriteError(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "failed to create RequestInfo: "+err.Error())
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(requestinfo.WithRequestInfo(r.Context(), info)))
+	})
+}

@@ -1,0 +1,29 @@
+// Package filters is the gateway's HTTP filter chain, one filter per file, assembled in
+// chain.go in the order of kube-apiserver's DefaultBuildHandlerChain.
+package filters
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/apichain/apichain/pkg/rpcstatus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// WriteStatus writes a kube Status as JSON with its code.
+func WriteStatus(w http.ResponseWriter, s *metav1.Status) {
+	data, err := json.Marshal(s)
+	if err != nil {
+		http.Error(w, s.Message, int(s.Code))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(int(s.Code))
+	_, _ = w.Write(data)
+}
+
+// WriteError writes a failure Status.
+func WriteError(w http.ResponseWriter, code int, reason metav1.StatusReason, message string) {
+	WriteStatus(w, rpcstatus.NewStatus(code, reason, message))
+}

@@ -1,0 +1,84 @@
+package filters
+
+import (
+	"crypto/subtle"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+)
+
+// TokenFile is kube's static token file: CSV lines "token,user,uid[,\"group1,group2\"]".
+type TokenFile struct {
+	tokens map[string]*User
+}
+
+// LoadTokenFile reads path.
+func LoadTokenFile(path string) (*TokenFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParseTokenFile(f)
+}
+
+// ParseTokenFile parses the CSV content.
+func ParseTokenFile(r io.Reader) (*TokenFile, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1
+	cr.TrimLeadingSpace = true
+	cr.Comment = '#'
+	tf := &TokenFile{tokens: map[string]*User{}}
+	line := 0
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			return tf, nil
+		}
+		line++
+		if err != nil {
+			return nil, fmt.Errorf("token file line %d: %w", line, err)
+		}
+		if len(rec) < 3 {
+			return nil, fmt.Errorf("token file line %d: need at least token,user,uid", line)
+		}
+		if rec[0] == "" {
+			return nil, fmt.Errorf("token file line %d: empty token", line)
+		}
+		u := &User{Name: rec[1], UID: rec[2]}
+		if len(rec) > 3 && rec[3] != "" {
+			for _, g := range strings.Split(rec[3], ",") {
+				if g = strings.TrimSpace(g); g != "" {
+					u.Groups = append(u.Groups, g)
+				}
+			}
+		}
+		tf.tokens[rec[0]] = u
+	}
+}
+
+// AuthenticateRequest checks the bearer token. The header is read as kube's bearertoken
+// authenticator reads it: "Bearer" (any case), one space, the token up to the next space;
+// an empty token (as in "Bearer  x") is no credential at all.
+func (tf *TokenFile) AuthenticateRequest(r *http.Request) (*User, bool, error) {
+	parts := strings.SplitN(strings.TrimSpace(r.Header.Get("Authorization")), " ", 3)
+	if len(parts) < 2 || strings.ToLower(parts[0]) != "bearer" {
+		return nil, false, nil
+	}
+	token := parts[1]
+	if token == "" {
+		return nil, false, nil
+	}
+	for t, u := range tf.tokens {
+		if subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1 {
+			cp := *u
+			cp.Groups = append([]string(nil), u.Groups...)
+			return &cp, true, nil
+		}
+	}
+	return nil, false, errors.New("invalid bearer token")
+}

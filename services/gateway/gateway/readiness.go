@@ -1,0 +1,128 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
+	"github.com/apichain/apichain/pkg/healthz"
+	"github.com/apichain/apichain/pkg/lifecycle"
+)
+
+// remoteChecks are the gateway's readyz checks for the backends, built per request from the
+// lifecycle registry: "<service>" passes when at least one instance is ready, and each check
+// of the service's instances appears as "<service>/<check>", passing when it passes on some
+// instance, with the hook's duration noted. A check "lifecycle" says where the state comes from.
+func (g *Gateway) remoteChecks() []healthz.Checker {
+	states := g.registry.Instances()
+	out := []healthz.Checker{sourceCheck{g.registry.Source()}}
+	for _, svc := range ChainOrder {
+		var insts []*lifecyclev1.InstanceState
+		for _, st := range states {
+			if st.GetService() == svc {
+				insts = append(insts, st)
+			}
+		}
+		out = append(out, serviceCheck{service: svc, insts: insts})
+		out = append(out, instanceChecks(svc, insts)...)
+	}
+	return out
+}
+
+type sourceCheck struct{ source lifecycle.Source }
+
+func (sourceCheck) Name() string              { return "lifecycle" }
+func (sourceCheck) Check(*http.Request) error { return nil }
+func (c sourceCheck) Note() string {
+	if c.source == lifecycle.SourceGRPC {
+		return "NATS unreachable: readiness from grpc.health.v1 fallback"
+	}
+	return "from NATS"
+}
+
+type serviceCheck struct {
+	service string
+	insts   []*lifecyclev1.InstanceState
+}
+
+func (c serviceCheck) Name() string { return c.service }
+
+func (c serviceCheck) ready() int {
+	n := 0
+	for _, st := range c.insts {
+		if lifecycle.Routable(st) {
+			n++
+		}
+	}
+	return n
+}
+
+func (c serviceCheck) Check(*http.Request) error {
+	if c.ready() == 0 {
+		return fmt.Errorf("no ready instance of %s (%d known)", c.service, len(c.insts))
+	}
+	return nil
+}
+
+func (c serviceCheck) Note() string {
+	return fmt.Sprintf("%d/%d instances ready", c.ready(), len(c.insts))
+}
+
+type remoteCheck struct {
+	name string
+	err  error
+	note string
+}
+
+func (c remoteCheck) Name() string              { return c.name }
+func (c remoteCheck) Check(*http.Request) error { return c.err }
+func (c remoteCheck) Note() string              { return c.note }
+
+// instanceChecks merges the instances' checks by name, in the first instance's order.
+func instanceChecks(svc string, insts []*lifecyclev1.InstanceState) []healthz.Checker {
+	type merged struct {
+		ok        bool
+		errs      []string
+		durations []string
+	}
+	var order []string
+	byName := map[string]*merged{}
+	for _, st := range insts {
+		hookDur := map[string]string{}
+		for _, h := range st.GetHooks() {
+			if h.GetFinishedAt() != nil && h.GetStartedAt() != nil {
+				d := h.GetFinishedAt().AsTime().Sub(h.GetStartedAt().AsTime())
+				hookDur["poststarthook/"+h.GetName()] = d.Round(time.Millisecond).String()
+			}
+		}
+		for _, c := range st.GetChecks() {
+			m, ok := byName[c.GetName()]
+			if !ok {
+				m = &merged{}
+				byName[c.GetName()] = m
+				order = append(order, c.GetName())
+			}
+			if c.GetOk() {
+				m.ok = true
+			} else {
+				m.errs = append(m.errs, st.GetInstanceId()+": "+c.GetError())
+			}
+			if d, ok := hookDur[c.GetName()]; ok {
+				m.durations = append(m.durations, d)
+			}
+		}
+	}
+	out := make([]healthz.Checker, 0, len(order))
+	for _, name := range order {
+		m := byName[name]
+		var err error
+		if !m.ok {
+			err = errors.New(strings.Join(m.errs, "; "))
+		}
+		out = append(out, remoteCheck{name: svc + "/" + name, err: err, note: strings.Join(m.durations, ", ")})
+	}
+	return out
+}

@@ -1,0 +1,145 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
+	"github.com/apichain/apichain/pkg/lifecycle"
+	"github.com/apichain/apichain/pkg/rpcstatus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// ChainOrder is kube-apiserver's delegation chain: aggregator → core → extensions.
+var ChainOrder = []string{"aggregator", "core", "extensions"}
+
+// errEndOfChain means no delegate serves the request.
+var errEndOfChain = errors.New("no server in the delegation chain serves this request")
+
+// errChainIncomplete means a delegate has not yet installed all its routes, so a miss may be
+// temporary (kube answers 503 until MuxAndDiscoveryComplete).
+var errChainIncomplete = errors.New("the delegation chain is not complete yet")
+
+// router picks backend instances for a group/version from the lifecycle registry.
+type router struct {
+	reg  *lifecycle.Registry
+	pool *connPool
+	rr   sync.Map // service -> *atomic.Uint64
+}
+
+type target struct {
+	service string
+	addr    string
+}
+
+// plan lists the delegates to try in order. When some service serves gv, only that service's
+// instances are tried (the route table); otherwise every service, in chain order.
+func (rt *router) plan(gv string) []target {
+	byService := map[string][]*lifecyclev1.InstanceState{}
+	for _, st := range rt.reg.Instances() {
+		if lifecycle.Routable(st) {
+			byService[st.GetService()] = append(byService[st.GetService()], st)
+		}
+	}
+	for _, svc := range ChainOrder {
+		var serving []*lifecyclev1.InstanceState
+		for _, st := range byService[svc] {
+			for _, s := range st.GetServed() {
+				if s == gv {
+					serving = append(serving, st)
+					break
+				}
+			}
+		}
+		if len(serving) > 0 {
+			return rt.rotate(svc, serving)
+		}
+	}
+	var out []target
+	for _, svc := range ChainOrder {
+		if insts := byService[svc]; len(insts) > 0 {
+			out = append(out, rt.rotate(svc, insts)[0])
+		}
+	}
+	return out
+}
+
+// rotate orders a service's instances round-robin, so retries go to another replica.
+func (rt *router) rotate(svc string, insts []*lifecyclev1.InstanceState) []target {
+	c, _ := rt.rr.LoadOrStore(svc, new(atomic.Uint64))
+	start := int(c.(*atomic.Uint64).Add(1))
+	out := make([]target, 0, len(insts))
+	for i := range insts {
+		st := insts[(start+i)%len(insts)]
+		out = append(out, target{service: svc, addr: st.GetAddress()})
+	}
+	return out
+}
+
+// complete reports whether every backend service has an instance past MuxAndDiscoveryComplete.
+func (rt *router) complete() bool {
+	done := map[string]bool{}
+	for _, st := range rt.reg.Instances() {
+		for _, s := range st.GetSignals() {
+			if s.GetName() == "MuxAndDiscoveryComplete" {
+				done[st.GetService()] = true
+			}
+		}
+	}
+	for _, svc := range ChainOrder {
+		if !done[svc] {
+			return false
+		}
+	}
+	return true
+}
+
+// invoke calls fn on the delegates for gv in order until one serves the request. An instance
+// that is unreachable is skipped for the next instance of the same service.
+func invoke[T any](ctx context.Context, rt *router, gv string, fn func(ctx context.Context, conn grpc.ClientConnInterface) (T, error)) (T, error) {
+	var zero T
+	skipService := ""
+	for _, t := range rt.plan(gv) {
+		if t.service == skipService {
+			continue
+		}
+		conn, err := rt.pool.get(t.addr)
+		if err != nil {
+			continue
+		}
+		resp, err := fn(ctx, conn)
+		switch {
+		case err == nil:
+			return resp, nil
+		case rpcstatus.IsNotServed(err):
+			skipService = t.service
+			continue
+		case status.Code(err) == codes.Unavailable && ctx.Err() == nil:
+			continue // try another replica of the same service
+		default:
+			return zero, err
+		}
+	}
+	if !rt.complete() {
+		return zero, errChainIncomplete
+	}
+	return zero, errEndOfChain
+}
+
+// anyInstance picks a routable instance of svc.
+func (rt *router) anyInstance(svc string) (target, bool) {
+	var insts []*lifecyclev1.InstanceState
+	for _, st := range rt.reg.Service(svc) {
+		if lifecycle.Routable(st) {
+			insts = append(insts, st)
+		}
+	}
+	if len(insts) == 0 {
+		return target{}, false
+	}
+	return rt.rotate(svc, insts)[0], true
+}
