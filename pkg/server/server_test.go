@@ -150,15 +150,11 @@ func TestShutdownOrder(t *testing.T) {
 			opts.ShutdownSendRetryAfter = retryAfter
 			s, ft := newTestServer(t, opts)
 
-			var mu sync.Mutex
-			var order []string
+			// Every signal's channel closes: observers waiting on each one all return.
+			var observers sync.WaitGroup
 			for _, sig := range s.Signals().All() {
-				go func() {
-					<-sig.Signaled()
-					mu.Lock()
-					order = append(order, sig.Name())
-					mu.Unlock()
-				}()
+				observers.Add(1)
+				go func() { defer observers.Done(); <-sig.Signaled() }()
 			}
 			preErr := errors.New("pre failed")
 			require.NoError(t, s.AddPreShutdownHook("p1", func() error { return preErr }))
@@ -199,9 +195,7 @@ func TestShutdownOrder(t *testing.T) {
 			code, body := readyz(t, s, "/readyz?verbose")
 			assert.Equal(t, http.StatusInternalServerError, code)
 			assert.Contains(t, body, "[-]shutdown failed")
-			mu.Lock()
-			assert.Len(t, order, 8)
-			mu.Unlock()
+			observers.Wait()
 		})
 	}
 }
