@@ -43,18 +43,21 @@ func (p *Publisher) Run(ctx context.Context) {
 	var kv jetstream.KeyValue
 	heartbeat := time.NewTicker(p.ttl / 3)
 	defer heartbeat.Stop()
-	publish := func(pctx context.Context) {
-		if kv == nil {
-			var err error
-			if kv, err = openBucket(pctx, p.nc, p.ttl); err != nil {
-				p.log.Debug("lifecycle bucket not available", "err", err)
-				return
-			}
-		}
+	publish := func() {
+		// Snapshot first: it runs the readyz checks, which may be slow (etcd down), and must
+		// not eat the time the Put has.
 		data, err := proto.Marshal(p.snapshot())
 		if err != nil {
 			p.log.Error("marshal lifecycle state", "err", err)
 			return
+		}
+		pctx, cancel := context.WithTimeout(ctx, p.ttl/3)
+		defer cancel()
+		if kv == nil {
+			if kv, err = openBucket(pctx, p.nc, p.ttl); err != nil {
+				p.log.Debug("lifecycle bucket not available", "err", err)
+				return
+			}
 		}
 		if _, err := kv.Put(pctx, p.key, data); err != nil {
 			p.log.Debug("publish lifecycle state", "err", err)
@@ -75,8 +78,6 @@ func (p *Publisher) Run(ctx context.Context) {
 		case <-p.changed:
 		case <-heartbeat.C:
 		}
-		pctx, cancel := context.WithTimeout(ctx, p.ttl/3)
-		publish(pctx)
-		cancel()
+		publish()
 	}
 }

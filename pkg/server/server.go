@@ -68,6 +68,7 @@ type Server struct {
 	startedAt   time.Time
 	// shutdownCheck is listed last in readyz, as kube lists it.
 	shutdownCheck healthz.Checker
+	extraReadyz   func() []healthz.Checker
 }
 
 type boundTransport struct {
@@ -218,19 +219,58 @@ func (s *Server) livezChecks() []healthz.Checker {
 }
 
 // InstallHealthHandlers serves /healthz, /livez and /readyz (and their per-check subpaths).
-// extraReadyz, if set, adds checks computed per request (the gateway's remote instances).
+// extraReadyz, if set, adds checks computed per request (the gateway's remote instances); they
+// count for HasBeenReady too.
 func (s *Server) InstallHealthHandlers(mux *http.ServeMux, extraReadyz func() []healthz.Checker) {
+	s.mu.Lock()
+	s.extraReadyz = extraReadyz
+	s.mu.Unlock()
 	healthz.Install(mux, "healthz", s.healthzChecks)
 	healthz.Install(mux, "livez", s.livezChecks)
-	healthz.Install(mux, "readyz", func() []healthz.Checker {
-		checks := s.ReadyzChecks()
-		if extraReadyz != nil {
-			// Remote checks go before "shutdown", which stays last.
-			last := len(checks) - 1
-			checks = append(append(checks[:last:last], extraReadyz()...), checks[last])
+	readyz := healthz.Handler("readyz", s.allReadyzChecks)
+	// The first 200 from /readyz fires HasBeenReady, as in kube, so no client sees the server
+	// ready before the signal says so.
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &codeRecorder{ResponseWriter: w}
+		readyz.ServeHTTP(rec, r)
+		if rec.code == http.StatusOK && r.URL.Path == "/readyz" && len(r.URL.Query()["exclude"]) == 0 {
+			s.signals.HasBeenReady.Signal()
 		}
-		return checks
 	})
+	mux.Handle("/readyz", h)
+	mux.Handle("/readyz/", h)
+}
+
+type codeRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (c *codeRecorder) WriteHeader(code int) {
+	if c.code == 0 {
+		c.code = code
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *codeRecorder) Write(p []byte) (int, error) {
+	if c.code == 0 {
+		c.code = http.StatusOK
+	}
+	return c.ResponseWriter.Write(p)
+}
+
+// allReadyzChecks are the readyz checks including extra ones, "shutdown" last.
+func (s *Server) allReadyzChecks() []healthz.Checker {
+	checks := s.ReadyzChecks()
+	s.mu.Lock()
+	extra := s.extraReadyz
+	s.mu.Unlock()
+	if extra == nil {
+		return checks
+	}
+	last := len(checks) - 1
+	return append(append(checks[:last:last], extra()...), checks[last])
 }
 
 // CheckResult is one readyz check's outcome.
@@ -239,10 +279,10 @@ type CheckResult struct {
 	Err  error
 }
 
-// RunReadyzChecks runs the readyz checks (without extra ones) and reports each result.
+// RunReadyzChecks runs every readyz check and reports each result.
 func (s *Server) RunReadyzChecks() []CheckResult {
 	req, _ := http.NewRequest(http.MethodGet, "/readyz", nil)
-	checks := s.ReadyzChecks()
+	checks := s.allReadyzChecks()
 	out := make([]CheckResult, 0, len(checks))
 	for _, c := range checks {
 		out = append(out, CheckResult{Name: c.Name(), Err: c.Check(req)})
@@ -414,11 +454,11 @@ func (s *Server) shutdown(transports []boundTransport, immediate bool) error {
 		}
 		sig.HTTPServerStoppedListening.Signal()
 	}
+	s.InFlight.Close()
+	sig.NotAcceptingNewRequest.Signal()
 	if !s.opts.ShutdownSendRetryAfter {
 		stopListening()
 	}
-	s.InFlight.Close()
-	sig.NotAcceptingNewRequest.Signal()
 
 	drained := make(chan struct{})
 	go func() { s.InFlight.Wait(); close(drained) }()

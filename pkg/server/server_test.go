@@ -184,7 +184,8 @@ func TestShutdownOrder(t *testing.T) {
 				// The listener stays open (answering 429) until in-flight requests drained.
 				assert.False(t, at(sg.HTTPServerStoppedListening).Before(at(sg.InFlightRequestsDrained)))
 			} else {
-				assert.False(t, at(sg.HTTPServerStoppedListening).After(at(sg.NotAcceptingNewRequest)))
+				assert.False(t, at(sg.NotAcceptingNewRequest).After(at(sg.HTTPServerStoppedListening)))
+				assert.False(t, at(sg.HTTPServerStoppedListening).After(at(sg.InFlightRequestsDrained)))
 			}
 			ft.mu.Lock()
 			assert.Equal(t, []string{"stop-listening", "shutdown"}, ft.events)

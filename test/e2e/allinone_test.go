@@ -1,0 +1,181 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apichain/apichain/pkg/embedded"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// The all-in-one's /readyz lists hooks of all three backends and the gateway, and turns 200
+// only once every hook finished: here etcd starts late, so the backends' storage-readiness
+// hooks cannot finish until it does.
+func TestAllInOneReadyzWaitsForEveryHook(t *testing.T) {
+	data := tempDataDir(t)
+	etcdClient, etcdPeer := freePort(t), freePort(t)
+	p := start(t, "apichain", "--data-dir", data, "--secure-port", "0",
+		"--etcd-servers", fmt.Sprintf("http://127.0.0.1:%d", etcdClient))
+	kubeconfig := filepath.Join(data, "admin.kubeconfig")
+	c := waitKubeconfig(t, kubeconfig)
+
+	// Without etcd the backends cannot finish storage-readiness: readyz is 500 and says which.
+	body := c.eventuallyBody("/readyz?verbose", http.StatusInternalServerError, 30*time.Second,
+		"[-]core/poststarthook/storage-readiness failed: reason withheld",
+		"[-]extensions/poststarthook/storage-readiness failed",
+		"[-]aggregator/poststarthook/storage-readiness failed",
+		"readyz check failed")
+	assert.Contains(t, body, "[+]poststarthook/start-lifecycle-watcher ok")
+
+	etcd, err := embedded.StartEtcd(t.TempDir(), etcdClient, etcdPeer)
+	require.NoError(t, err)
+	defer etcd.Stop()
+
+	c.waitReady(60 * time.Second)
+	out, err := kubectl(t, kubeconfig, "get", "--raw", "/readyz?verbose")
+	require.NoError(t, err, out)
+	for _, want := range []string{
+		"[+]poststarthook/start-lifecycle-watcher ok",
+		"[+]poststarthook/delegation-chain-complete ok",
+		"[+]aggregator ok (1/1 instances ready)",
+		"[+]core ok (1/1 instances ready)",
+		"[+]extensions ok (1/1 instances ready)",
+		"[+]core/poststarthook/storage-readiness ok (",
+		"[+]extensions/poststarthook/storage-readiness ok (",
+		"[+]aggregator/poststarthook/storage-readiness ok (",
+		"[+]shutdown ok",
+		"readyz check passed",
+	} {
+		assert.Contains(t, out, want)
+	}
+	assert.NotContains(t, out, "[-]")
+	assert.True(t, strings.HasSuffix(strings.TrimSpace(out), "[+]shutdown ok\nreadyz check passed"), "shutdown is listed last:\n%s", out)
+
+	// Single checks, local and remote.
+	for _, check := range []string{"ping", "poststarthook/delegation-chain-complete", "core/poststarthook/storage-readiness", "extensions"} {
+		out, err := kubectl(t, kubeconfig, "get", "--raw", "/readyz/"+check)
+		require.NoError(t, err, check)
+		assert.Equal(t, "ok", out, check)
+	}
+	out, err = kubectl(t, kubeconfig, "get", "--raw", "/readyz/no-such-check")
+	require.Error(t, err)
+
+	// Excluding a failing-to-be check is honoured and listed.
+	code, body, _ := c.get("/readyz?verbose&exclude=core&exclude=nope")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "[+]core excluded: ok")
+	assert.Contains(t, body, `warn: some health checks cannot be excluded: no matches for "nope"`)
+
+	p.signal(sigterm)
+	assert.Equal(t, 0, p.wait(60*time.Second), p.output())
+}
+
+// Kube's discovery and error shapes through the chain.
+func TestAllInOneDiscoveryAndErrors(t *testing.T) {
+	c, _ := startAllInOne(t)
+
+	code, body, hdr := c.get("/apis/no.such.group/v1/things")
+	assert.Equal(t, http.StatusNotFound, code)
+	assert.Equal(t, "application/json", hdr.Get("Content-Type"))
+	assert.JSONEq(t, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","code":404}`, body)
+	assert.NotEmpty(t, hdr.Get("Audit-Id"))
+
+	code, body, _ = c.get("/no/such/path")
+	assert.Equal(t, http.StatusNotFound, code)
+	assert.Equal(t, "404 page not found\n", body)
+
+	code, body, _ = c.get("/apis")
+	require.Equal(t, http.StatusOK, code, body)
+	for _, g := range []string{`"name":"apiregistration.k8s.io"`, `"name":"apps"`, `"name":"apiextensions.k8s.io"`} {
+		assert.Contains(t, body, g)
+	}
+	// Chain order: the aggregator's group comes first, extensions' last.
+	assert.Less(t, strings.Index(body, "apiregistration.k8s.io"), strings.Index(body, `"name":"apps"`))
+	assert.Less(t, strings.Index(body, `"name":"apps"`), strings.Index(body, "apiextensions.k8s.io"))
+
+	for path, want := range map[string]string{
+		"/api":                           `"kind":"APIVersions"`,
+		"/api/v1":                        `"groupVersion":"v1"`,
+		"/apis/apiextensions.k8s.io/v1":  `"groupVersion":"apiextensions.k8s.io/v1"`,
+		"/apis/apiregistration.k8s.io":   `"kind":"APIGroup"`,
+		"/apis/coordination.k8s.io/v1":   `"groupVersion":"coordination.k8s.io/v1"`,
+		"/version":                       `"gitVersion"`,
+	} {
+		code, body, _ := c.get(path)
+		assert.Equal(t, http.StatusOK, code, path)
+		assert.Contains(t, body, want, path)
+	}
+
+	// No credentials: health is public, the API is not.
+	anon := c.anonymous()
+	code, body, _ = doGet(t, anon, c.base+"/readyz")
+	assert.Equal(t, http.StatusOK, code, body)
+	code, body, _ = doGet(t, anon, c.base+"/api/v1/namespaces")
+	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.Contains(t, body, `"reason":"Unauthorized"`)
+	code, _, _ = doGet(t, anon, c.base+"/debug/pprof/")
+	assert.Equal(t, http.StatusUnauthorized, code, "pprof is not public")
+
+	// Malformed timeout is a 400 Status, not a 500.
+	code, body, _ = c.get("/api/v1?timeout=banana")
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, `"reason":"BadRequest"`)
+
+	out, err := kubectl(t, filepath.Join(c.dataDir(), "admin.kubeconfig"), "get", "--raw", "/api/v1")
+	require.NoError(t, err, out)
+}
+
+// An over-limit burst gets 429 with Retry-After (system:masters is exempt, as in kube, so the
+// burst comes from a token user).
+func TestMaxInFlightBurst(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	require.NoError(t, os.WriteFile(tokens, []byte("burst-token,alice,1001,\"devs\"\n"), 0o600))
+	c, _ := startAllInOne(t, "--max-requests-inflight", "1", "--token-auth-file", tokens)
+	alice := c.anonymous()
+	get := func(path string) (int, http.Header) {
+		req, err := http.NewRequest(http.MethodGet, c.base+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer burst-token")
+		resp, err := alice.Do(req)
+		if err != nil {
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, resp.Header
+	}
+	// A CPU profile holds its request for its duration: one in flight fills the limit.
+	first := make(chan int, 1)
+	go func() {
+		code, _ := get("/debug/pprof/profile?seconds=3")
+		first <- code
+	}()
+	var code int
+	var hdr http.Header
+	require.Eventually(t, func() bool {
+		code, hdr = get("/version")
+		return code == http.StatusTooManyRequests
+	}, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, "1", hdr.Get("Retry-After"))
+	code, _, _ = c.get("/version")
+	assert.Equal(t, http.StatusOK, code, "system:masters is never throttled")
+	assert.Equal(t, http.StatusOK, <-first)
+	code, _ = get("/version")
+	assert.Equal(t, http.StatusOK, code, "the limit frees up once the request finished")
+}

@@ -1,0 +1,104 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apichain/apichain/pkg/certs"
+	"github.com/apichain/apichain/pkg/embedded"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// cluster is the services as separate processes around one real etcd and one real NATS.
+type cluster struct {
+	t        *testing.T
+	data     string
+	pki      *certs.PKI
+	etcd     string
+	nats     *embedded.NATS
+	ports    map[string]int
+	backends map[string]*process
+	gateway  *process
+	client   *client
+}
+
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	c := &cluster{t: t, data: tempDataDir(t), ports: map[string]int{}, backends: map[string]*process{}}
+	etcd, err := embedded.StartEtcd(t.TempDir(), freePort(t), freePort(t))
+	require.NoError(t, err)
+	t.Cleanup(etcd.Stop)
+	c.etcd = etcd.Endpoints()[0]
+	c.nats, err = embedded.StartNATS(t.TempDir(), "127.0.0.1", 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.nats.Stop() })
+	c.pki, err = certs.EnsurePKI(c.data, nil, []string{"apichain-backend"})
+	require.NoError(t, err)
+
+	for _, svc := range []string{"aggregator", "core", "extensions"} {
+		c.ports[svc] = freePort(t)
+		c.startBackend(svc)
+	}
+	c.gateway = start(t, "gateway", "--data-dir", c.data, "--secure-port", "0", "--bind-address", "127.0.0.1",
+		"--nats-url", c.nats.URL(), "--lifecycle-ttl", "3s",
+		"--aggregator-address", c.addr("aggregator"), "--core-address", c.addr("core"), "--extensions-address", c.addr("extensions"))
+	c.client = waitKubeconfig(t, filepath.Join(c.data, "admin.kubeconfig"))
+	c.client.waitReady(60 * time.Second)
+	return c
+}
+
+func (c *cluster) addr(svc string) string { return "127.0.0.1:" + strconv.Itoa(c.ports[svc]) }
+
+func (c *cluster) startBackend(svc string) {
+	c.backends[svc] = start(c.t, svc, "--bind-address", c.addr(svc), "--instance-id", svc+"-0",
+		"--tls-cert-file", c.pki.BackendCertFile, "--tls-private-key-file", c.pki.BackendKeyFile,
+		"--client-ca-file", c.pki.CAFile, "--etcd-servers", c.etcd, "--nats-url", c.nats.URL(), "--lifecycle-ttl", "3s")
+}
+
+// Backends as separate processes: SIGKILL makes an instance's readiness disappear within a
+// few seconds, a restart brings it back, and stopping NATS leaves the API serving with
+// readiness from gRPC health instead.
+func TestSeparateProcessesKillRestartAndNATSLoss(t *testing.T) {
+	c := startCluster(t)
+	body := c.client.eventuallyBody("/readyz?verbose", http.StatusOK, 10*time.Second,
+		"[+]core ok (1/1 instances ready)", "[+]core/poststarthook/storage-readiness ok", "[+]lifecycle ok (from NATS)")
+	assert.Contains(t, body, "[+]extensions ok (1/1 instances ready)")
+
+	c.backends["core"].signal(syscall.SIGKILL)
+	killed := time.Now()
+	c.client.eventuallyBody("/readyz?verbose", http.StatusInternalServerError, 10*time.Second, "[-]core failed", "readyz check failed")
+	t.Logf("core's readiness disappeared %s after SIGKILL", time.Since(killed).Round(time.Millisecond))
+	code, _, _ := c.client.get("/api/v1")
+	assert.Equal(t, http.StatusServiceUnavailable, code, "core's group is unroutable, and the chain is incomplete without core")
+
+	c.startBackend("core")
+	c.client.eventuallyBody("/readyz?verbose", http.StatusOK, 30*time.Second, "[+]core ok (1/1 instances ready)")
+	code, body, _ = c.client.get("/api/v1")
+	assert.Equal(t, http.StatusOK, code, body)
+
+	c.nats.Stop()
+	c.client.eventuallyBody("/readyz?verbose", http.StatusOK, 15*time.Second,
+		"[+]lifecycle ok (NATS unreachable: readiness from grpc.health.v1 fallback)", "[+]core ok (1/1 instances ready)")
+	// Past the lifecycle TTL the state comes from gRPC alone, and the API keeps serving.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		code, body, _ = c.client.get("/apis/apps/v1")
+		require.Equal(t, http.StatusOK, code, body)
+		code, body, _ = c.client.get("/readyz")
+		require.Equal(t, http.StatusOK, code, body)
+	}
+	for _, p := range append([]*process{c.gateway}, c.backends["aggregator"], c.backends["core"], c.backends["extensions"]) {
+		p.signal(syscall.SIGTERM)
+	}
+	for name, p := range map[string]*process{"gateway": c.gateway, "core": c.backends["core"]} {
+		assert.Equal(t, 0, p.wait(30*time.Second), fmt.Sprintf("%s exits cleanly", name))
+	}
+	assert.False(t, strings.Contains(c.gateway.output(), "panic"), "no panics")
+}
