@@ -3,9 +3,9 @@ package e2e
 import (
 	"fmt"
 	"io"
-	"os"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -110,12 +110,12 @@ func TestAllInOneDiscoveryAndErrors(t *testing.T) {
 	assert.Less(t, strings.Index(body, `"name":"apps"`), strings.Index(body, "apiextensions.k8s.io"))
 
 	for path, want := range map[string]string{
-		"/api":                           `"kind":"APIVersions"`,
-		"/api/v1":                        `"groupVersion":"v1"`,
-		"/apis/apiextensions.k8s.io/v1":  `"groupVersion":"apiextensions.k8s.io/v1"`,
-		"/apis/apiregistration.k8s.io":   `"kind":"APIGroup"`,
-		"/apis/coordination.k8s.io/v1":   `"groupVersion":"coordination.k8s.io/v1"`,
-		"/version":                       `"gitVersion"`,
+		"/api":                          `"kind":"APIVersions"`,
+		"/api/v1":                       `"groupVersion":"v1"`,
+		"/apis/apiextensions.k8s.io/v1": `"groupVersion":"apiextensions.k8s.io/v1"`,
+		"/apis/apiregistration.k8s.io":  `"kind":"APIGroup"`,
+		"/apis/coordination.k8s.io/v1":  `"groupVersion":"coordination.k8s.io/v1"`,
+		"/version":                      `"gitVersion"`,
 	} {
 		code, body, _ := c.get(path)
 		assert.Equal(t, http.StatusOK, code, path)

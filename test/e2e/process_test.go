@@ -189,4 +189,3 @@ func tempDataDir(t *testing.T) string {
 	dir := t.TempDir()
 	return filepath.Join(dir, "data")
 }
-

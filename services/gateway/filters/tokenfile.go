@@ -33,16 +33,17 @@ func ParseTokenFile(r io.Reader) (*TokenFile, error) {
 	cr.TrimLeadingSpace = true
 	cr.Comment = '#'
 	tf := &TokenFile{tokens: map[string]*User{}}
-	line := 0
 	for {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
 			return tf, nil
 		}
-		line++
 		if err != nil {
-			return nil, fmt.Errorf("token file line %d: %w", line, err)
+			// A *csv.ParseError names its own line.
+			return nil, fmt.Errorf("token file: %w", err)
 		}
+		// The file's line, not the record's number: comments and blank lines count too.
+		line, _ := cr.FieldPos(0)
 		if len(rec) < 3 {
 			return nil, fmt.Errorf("token file line %d: need at least token,user,uid", line)
 		}
