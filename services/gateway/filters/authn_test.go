@@ -1,0 +1,217 @@
+package filters
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var unauthorizedStatus = wantStatus{http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized"}
+
+const authnTokens = `# static tokens
+tok-alice,alice,uid-alice,"dev,ops"
+tok-bob,bob,uid-bob
+`
+
+// verifiedTLS is what crypto/tls leaves on a request whose client certificate it verified.
+func verifiedTLS(cn string, orgs ...string) *tls.ConnectionState {
+	leaf := &x509.Certificate{Subject: pkix.Name{CommonName: cn, Organization: orgs}}
+	ca := &x509.Certificate{Subject: pkix.Name{CommonName: "client-ca"}}
+	return &tls.ConnectionState{
+		PeerCertificates: []*x509.Certificate{leaf},
+		VerifiedChains:   [][]*x509.Certificate{{leaf, ca}},
+	}
+}
+
+func TestWithAuthentication(t *testing.T) {
+	tf, err := ParseTokenFile(strings.NewReader(authnTokens))
+	require.NoError(t, err)
+	anonPaths := []string{"/readyz", "/livez", "/healthz", "/version"}
+
+	cases := []struct {
+		name      string
+		authns    []Authenticator // default: token file, then x509
+		anonPaths []string        // default: anonPaths
+		noAnon    bool
+		path      string
+		authz     string
+		tls       *tls.ConnectionState
+		wantUser  string // "" wants 401
+		wantGrps  []string
+	}{
+		// no credentials
+		{name: "api without credentials", path: "/api/v1/namespaces/ns/pods"},
+		{name: "readyz anonymous", path: "/readyz", wantUser: Anonymous, wantGrps: []string{AllUnauthenticated}},
+		{name: "readyz subpath anonymous", path: "/readyz/ping", wantUser: Anonymous, wantGrps: []string{AllUnauthenticated}},
+		{name: "version anonymous", path: "/version", wantUser: Anonymous, wantGrps: []string{AllUnauthenticated}},
+		{name: "readyzfoo is not readyz", path: "/readyzfoo"},
+		{name: "root is not anonymous", path: "/"},
+		{name: "anonymous disabled", path: "/readyz", noAnon: true},
+
+		// bearer tokens
+		{name: "valid token", path: "/api/v1/namespaces/ns/pods", authz: "Bearer tok-alice",
+			wantUser: "alice", wantGrps: []string{"dev", "ops", AllAuthenticated}},
+		{name: "valid token, no groups", path: "/apis/apps/v1/deployments", authz: "bearer tok-bob",
+			wantUser: "bob", wantGrps: []string{AllAuthenticated}},
+		{name: "valid token on an anonymous path", path: "/readyz", authz: "Bearer tok-bob",
+			wantUser: "bob", wantGrps: []string{AllAuthenticated}},
+		{name: "invalid token", path: "/api/v1/namespaces/ns/pods", authz: "Bearer nope"},
+		{name: "invalid token is never anonymous", path: "/readyz", authz: "Bearer nope"},
+		{name: "empty token is no credential", path: "/readyz", authz: "Bearer  tok-alice",
+			wantUser: Anonymous, wantGrps: []string{AllUnauthenticated}},
+		{name: "basic auth is not ours", path: "/api/v1/pods", authz: "Basic YWxpY2U6cHc="},
+
+		// client certificates
+		{name: "x509 user and groups", path: "/api/v1/pods", tls: verifiedTLS("carol", "team-a", "team-b"),
+			wantUser: "carol", wantGrps: []string{"team-a", "team-b", AllAuthenticated}},
+		{name: "x509 without O", path: "/api/v1/pods", tls: verifiedTLS("dave"),
+			wantUser: "dave", wantGrps: []string{AllAuthenticated}},
+		{name: "x509 without CN", path: "/api/v1/pods", tls: verifiedTLS("", "team-a")},
+		{name: "unverified certificate", path: "/api/v1/pods",
+			tls: &tls.ConnectionState{PeerCertificates: verifiedTLS("eve").PeerCertificates}},
+		{name: "x509 already in system:authenticated", path: "/api/v1/pods", tls: verifiedTLS("frank", AllAuthenticated),
+			wantUser: "frank", wantGrps: []string{AllAuthenticated}},
+		{name: "x509 in system:masters", path: "/api/v1/pods", tls: verifiedTLS("root", SystemPrivilegedGrp),
+			wantUser: "root", wantGrps: []string{SystemPrivilegedGrp, AllAuthenticated}},
+
+		// several authenticators, as kube's union
+		{name: "token wins when first", path: "/api/v1/pods", authz: "Bearer tok-alice", tls: verifiedTLS("carol"),
+			wantUser: "alice", wantGrps: []string{"dev", "ops", AllAuthenticated}},
+		{name: "bad token, then a good certificate", path: "/api/v1/pods", authz: "Bearer nope", tls: verifiedTLS("carol"),
+			wantUser: "carol", wantGrps: []string{AllAuthenticated}},
+		{name: "certificate first", path: "/api/v1/pods", authz: "Bearer tok-alice", tls: verifiedTLS("carol"),
+			authns:   []Authenticator{X509Authenticator(), tf},
+			wantUser: "carol", wantGrps: []string{AllAuthenticated}},
+		{name: "an erroring authenticator does not stop the chain", path: "/api/v1/pods", authz: "Bearer tok-bob",
+			authns: []Authenticator{AuthenticatorFunc(func(*http.Request) (*User, bool, error) {
+				return nil, false, errors.New("backend down")
+			}), tf},
+			wantUser: "bob", wantGrps: []string{AllAuthenticated}},
+		{name: "no authenticators", path: "/api/v1/pods", authz: "Bearer tok-bob", authns: []Authenticator{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			authns := tc.authns
+			if authns == nil {
+				authns = []Authenticator{tf, X509Authenticator()}
+			}
+			paths := anonPaths
+			if tc.noAnon {
+				paths = nil
+			}
+			var gotUser *User
+			var gotAuthz []string
+			called := false
+			h := WithAuthentication(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				called = true
+				gotUser, _ = UserFrom(r.Context())
+				gotAuthz = r.Header.Values("Authorization")
+			}), Authentication{Authenticators: authns, AnonymousPaths: paths}, discardLog)
+
+			req := httptest.NewRequest("GET", tc.path, nil)
+			if tc.authz != "" {
+				req.Header.Set("Authorization", tc.authz)
+			}
+			req.TLS = tc.tls
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+
+			if tc.wantUser == "" {
+				requireRecStatus(t, rec, unauthorizedStatus)
+				assert.False(t, called)
+				return
+			}
+			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			require.NotNil(t, gotUser)
+			assert.Equal(t, tc.wantUser, gotUser.Name)
+			assert.Equal(t, tc.wantGrps, gotUser.Groups)
+			if tc.wantUser != Anonymous {
+				assert.Empty(t, gotAuthz, "credentials are stripped once authenticated")
+			}
+		})
+	}
+}
+
+func TestWithAuthenticationTokenUserDetails(t *testing.T) {
+	tf, err := ParseTokenFile(strings.NewReader(authnTokens))
+	require.NoError(t, err)
+	var got []*User
+	h := WithAuthentication(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, _ := UserFrom(r.Context())
+		got = append(got, u)
+	}), Authentication{Authenticators: []Authenticator{tf}}, discardLog)
+
+	for range 2 {
+		req := httptest.NewRequest("GET", "/api/v1/pods", nil)
+		req.Header.Set("Authorization", "Bearer tok-alice")
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	require.Len(t, got, 2)
+	for _, u := range got {
+		assert.Equal(t, &User{Name: "alice", UID: "uid-alice", Groups: []string{"dev", "ops", AllAuthenticated}}, u)
+	}
+	// The token file's own record is not modified by the group added per request.
+	assert.Equal(t, []string{"dev", "ops"}, tf.tokens["tok-alice"].Groups)
+}
+
+func TestWithAuthenticatedGroup(t *testing.T) {
+	shared := make([]string, 1, 4) // spare capacity an append could scribble over
+	shared[0] = "g"
+	cases := []struct {
+		name string
+		in   *User
+		want []string
+		same bool // returned as is
+	}{
+		{"added", &User{Name: "u", Groups: []string{"g"}}, []string{"g", AllAuthenticated}, false},
+		{"no groups", &User{Name: "u"}, []string{AllAuthenticated}, false},
+		{"already there", &User{Name: "u", Groups: []string{AllAuthenticated, "g"}}, []string{AllAuthenticated, "g"}, true},
+		{"unauthenticated group", &User{Name: "u", Groups: []string{AllUnauthenticated}}, []string{AllUnauthenticated}, true},
+		{"anonymous user", &User{Name: Anonymous}, nil, true},
+		{"spare capacity", &User{Name: "u", Groups: shared}, []string{"g", AllAuthenticated}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := append([]string(nil), tc.in.Groups...)
+			got := withAuthenticatedGroup(tc.in)
+			assert.Equal(t, tc.want, got.Groups)
+			assert.Equal(t, tc.same, got == tc.in)
+			assert.Equal(t, before, tc.in.Groups, "the input user is not modified")
+		})
+	}
+	assert.Equal(t, []string{"g", ""}, shared[:2], "the shared backing array is untouched")
+}
+
+func TestAnonymousAllowed(t *testing.T) {
+	allowed := []string{"/readyz", "/version"}
+	cases := map[string]bool{
+		"/readyz":        true,
+		"/readyz/":       true,
+		"/readyz/ping":   true,
+		"/readyz/etcd/x": true,
+		"/version":       true,
+		"/readyzfoo":     false,
+		"/readyz-x":      false,
+		"/api/v1/pods":   false,
+		"/":              false,
+		"":               false,
+		"/versions":      false,
+		"/api/v1/readyz": false,
+		"readyz":         false,
+		"/healthz":       false,
+		"//readyz":       false,
+	}
+	for path, want := range cases {
+		assert.Equal(t, want, anonymousAllowed(path, allowed), path)
+	}
+	assert.False(t, anonymousAllowed("/readyz", nil))
+}
