@@ -14,7 +14,7 @@ GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
 MODULES := gen pkg services/gateway services/core services/extensions services/aggregator cmd/apichain test/e2e
 PKGS := $(addprefix ./,$(addsuffix /...,$(MODULES)))
 
-.PHONY: all build test test-short vet fmt lint generate check-generate tools googleapis bench run clean
+.PHONY: all build test test-short vet fmt lint generate check-generate tools googleapis bench bench-startup run clean
 
 all: build
 
@@ -37,7 +37,11 @@ fmt:
 	gofmt -l -w $(MODULES)
 
 bench:
-	go test -run '^$$' -bench . -benchtime 5x ./test/e2e/...
+	go test -run '^$$' -bench . ./pkg/... ./services/gateway/...
+	go test -run '^$$' -bench . -benchtime 10x ./test/e2e/...
+
+bench-startup:
+	go test -run '^$$' -bench StartupToReady -benchtime 20x ./test/e2e/
 
 tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-grpc-gateway $(BIN)/protoc-gen-openapiv2
 
