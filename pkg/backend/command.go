@@ -30,6 +30,7 @@ func Command(service string, served func() []*discoveryv1.GroupVersion, setup fu
 				return err
 			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			slog.SetDefault(log)
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			b, err := New(opts, served(), log)

@@ -3,8 +3,10 @@ module github.com/apichain/apichain/test/e2e
 go 1.26.0
 
 require (
+	github.com/apichain/apichain/gen v0.0.0-00010101000000-000000000000
 	github.com/apichain/apichain/pkg v0.0.0
 	github.com/stretchr/testify v1.12.1
+	google.golang.org/grpc v1.85.0
 	k8s.io/client-go v0.37.2
 )
 
@@ -80,7 +82,6 @@ require (
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20261110000943-09e21b237f2c // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261104224025-d1e00e9f33ab // indirect
-	google.golang.org/grpc v1.85.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect

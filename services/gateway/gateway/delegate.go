@@ -45,24 +45,35 @@ func isAPIPath(p string) bool {
 // text elsewhere.
 func notFound(w http.ResponseWriter, r *http.Request) {
 	if isAPIPath(r.URL.Path) {
-		filters.WriteError(w, http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource")
+		filters.WriteStatus(w, chainStatus(errEndOfChain))
 		return
 	}
 	http.NotFound(w, r)
 }
 
-// writeDelegationError writes the kube Status for an error from the chain.
-func writeDelegationError(w http.ResponseWriter, r *http.Request, err error) {
+// chainStatus is the kube Status for a request no delegate served: 404 at the end of a
+// complete chain, 503 while the chain is still starting; nil for other errors.
+func chainStatus(err error) *metav1.Status {
 	switch {
 	case errors.Is(err, errEndOfChain):
-		notFound(w, r)
+		return rpcstatus.NewStatus(http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource")
 	case errors.Is(err, errChainIncomplete):
-		w.Header().Set("Retry-After", "1")
-		filters.WriteError(w, http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
+		return rpcstatus.NewStatus(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
 			"the server is currently unable to handle the request: the delegation chain is still starting")
-	default:
-		filters.WriteStatus(w, rpcstatus.ToKube(err))
 	}
+	return nil
+}
+
+// writeDelegationError writes the kube Status for an error from the chain.
+func writeDelegationError(w http.ResponseWriter, err error) {
+	st := chainStatus(err)
+	if st == nil {
+		st = rpcstatus.ToKube(err)
+	}
+	if st.Code == http.StatusServiceUnavailable || st.Code == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	filters.WriteStatus(w, st)
 }
 
 func writeBody(w http.ResponseWriter, code int, b *resourcev1.Body) {
@@ -192,7 +203,7 @@ func (g *Gateway) serveResource(ctx context.Context, w http.ResponseWriter, r *h
 		return
 	}
 	if err != nil {
-		writeDelegationError(w, r, err)
+		writeDelegationError(w, err)
 		return
 	}
 	writeBody(w, int(code), out)
@@ -221,7 +232,7 @@ func (g *Gateway) serveWatch(ctx context.Context, w http.ResponseWriter, r *http
 		return opened{stream: s, first: first}, nil
 	})
 	if err != nil {
-		writeDelegationError(w, r, err)
+		writeDelegationError(w, err)
 		return
 	}
 	flusher, _ := w.(http.Flusher)
@@ -275,7 +286,7 @@ func (g *Gateway) serveDocument(ctx context.Context, w http.ResponseWriter, r *h
 		return &resourcev1.Body{ContentType: hb.GetContentType(), Data: hb.GetData()}, nil
 	})
 	if err != nil {
-		writeDelegationError(w, r, err)
+		writeDelegationError(w, err)
 		return
 	}
 	writeBody(w, http.StatusOK, doc)

@@ -7,6 +7,7 @@ import (
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/caller"
+	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/services/gateway/filters"
 	"google.golang.org/grpc"
 )
@@ -35,54 +36,62 @@ func outgoing(ctx context.Context) context.Context {
 	return caller.Outgoing(ctx, c)
 }
 
+// chainError turns the end of the chain into the kube Status a REST client would get.
+func chainError[T any](resp T, err error) (T, error) {
+	if st := chainStatus(err); st != nil {
+		return resp, rpcstatus.FromKube(st)
+	}
+	return resp, err
+}
+
 func client(c grpc.ClientConnInterface) resourcev1.ResourceServiceClient {
 	return resourcev1.NewResourceServiceClient(c)
 }
 
 func (p *resourceProxy) Get(ctx context.Context, req *resourcev1.GetRequest) (*resourcev1.GetResponse, error) {
-	return invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.GetResponse, error) {
+	return chainError(invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.GetResponse, error) {
 		return client(c).Get(ctx, req)
-	})
+	}))
 }
 
 func (p *resourceProxy) List(ctx context.Context, req *resourcev1.ListRequest) (*resourcev1.ListResponse, error) {
-	return invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.ListResponse, error) {
+	return chainError(invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.ListResponse, error) {
 		return client(c).List(ctx, req)
-	})
+	}))
 }
 
 func (p *resourceProxy) Create(ctx context.Context, req *resourcev1.CreateRequest) (*resourcev1.CreateResponse, error) {
-	return invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.CreateResponse, error) {
+	return chainError(invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.CreateResponse, error) {
 		return client(c).Create(ctx, req)
-	})
+	}))
 }
 
 func (p *resourceProxy) Update(ctx context.Context, req *resourcev1.UpdateRequest) (*resourcev1.UpdateResponse, error) {
-	return invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.UpdateResponse, error) {
+	return chainError(invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.UpdateResponse, error) {
 		return client(c).Update(ctx, req)
-	})
+	}))
 }
 
 func (p *resourceProxy) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*resourcev1.PatchResponse, error) {
-	return invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.PatchResponse, error) {
+	return chainError(invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.PatchResponse, error) {
 		return client(c).Patch(ctx, req)
-	})
+	}))
 }
 
 func (p *resourceProxy) Delete(ctx context.Context, req *resourcev1.DeleteRequest) (*resourcev1.DeleteResponse, error) {
-	return invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.DeleteResponse, error) {
+	return chainError(invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.DeleteResponse, error) {
 		return client(c).Delete(ctx, req)
-	})
+	}))
 }
 
 func (p *resourceProxy) DeleteCollection(ctx context.Context, req *resourcev1.DeleteCollectionRequest) (*resourcev1.DeleteCollectionResponse, error) {
-	return invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.DeleteCollectionResponse, error) {
+	return chainError(invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.DeleteCollectionResponse, error) {
 		return client(c).DeleteCollection(ctx, req)
-	})
+	}))
 }
 
 func (p *resourceProxy) Watch(req *resourcev1.WatchRequest, out grpc.ServerStreamingServer[resourcev1.WatchResponse]) error {
-	in, err := invoke(outgoing(out.Context()), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
+	in, err := chainError(invoke(outgoing(out.Context()), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
 		s, err := client(c).Watch(ctx, req)
 		if err != nil {
 			return nil, err
@@ -93,7 +102,7 @@ func (p *resourceProxy) Watch(req *resourcev1.WatchRequest, out grpc.ServerStrea
 			return nil, err
 		}
 		return &prefetched{ServerStreamingClient: s, first: first}, nil
-	})
+	}))
 	if err != nil {
 		return err
 	}

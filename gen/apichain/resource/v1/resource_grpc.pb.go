@@ -47,7 +47,9 @@ type ResourceServiceClient interface {
 	Get(ctx context.Context, in *GetRequest, opts ...grpc.CallOption) (*GetResponse, error)
 	// List reads a collection (AIP-132); page_size/page_token are kube's limit/continue.
 	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
-	// Watch streams changes of a collection or object from a resource version.
+	// Watch streams changes of a collection or object from a resource version. The first
+	// message has an empty type: the watch is established (so the gateway can answer at once);
+	// errors before that are the call's status.
 	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchResponse], error)
 	// Create makes an object (AIP-133).
 	Create(ctx context.Context, in *CreateRequest, opts ...grpc.CallOption) (*CreateResponse, error)
@@ -176,7 +178,9 @@ type ResourceServiceServer interface {
 	Get(context.Context, *GetRequest) (*GetResponse, error)
 	// List reads a collection (AIP-132); page_size/page_token are kube's limit/continue.
 	List(context.Context, *ListRequest) (*ListResponse, error)
-	// Watch streams changes of a collection or object from a resource version.
+	// Watch streams changes of a collection or object from a resource version. The first
+	// message has an empty type: the watch is established (so the gateway can answer at once);
+	// errors before that are the call's status.
 	Watch(*WatchRequest, grpc.ServerStreamingServer[WatchResponse]) error
 	// Create makes an object (AIP-133).
 	Create(context.Context, *CreateRequest) (*CreateResponse, error)
