@@ -78,7 +78,7 @@ func (d *Discovery) document(path string) (any, bool) {
 		}
 		g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
 		return g, true
-	case len(parts) == 3 && parts[0] == "apis":
+	case len(parts) == 3 && parts[0] == "apis" && parts[1] != "":
 		return d.resourceList(parts[1], parts[2])
 	}
 	return nil, false
@@ -116,7 +116,9 @@ func (d *Discovery) Groups() []metav1.APIGroup {
 	out := []metav1.APIGroup{}
 	seen := map[string]bool{}
 	for _, gv := range d.served {
-		if gv.GetGroup() == "" || seen[gv.GetGroup()] {
+		// A group with no resources yet is not listed, as kube lists none: clients would
+		// fail on an empty group/version.
+		if gv.GetGroup() == "" || seen[gv.GetGroup()] || len(gv.GetResources()) == 0 {
 			continue
 		}
 		seen[gv.GetGroup()] = true

@@ -2,25 +2,21 @@
 package core
 
 import (
+	"context"
 	"log/slog"
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	"github.com/apichain/apichain/pkg/backend"
+	"github.com/apichain/apichain/pkg/registry"
+	"github.com/apichain/apichain/pkg/storage"
 )
 
 // Service is the service name in lifecycle state and logs.
 const Service = "core"
 
-// Served lists the group/versions core owns, legacy group first.
+// Served lists the group/versions and resources core owns, legacy group first.
 func Served() []*discoveryv1.GroupVersion {
-	return []*discoveryv1.GroupVersion{
-		{Version: "v1"},
-		{Group: "apps", Version: "v1"},
-		{Group: "events.k8s.io", Version: "v1"},
-		{Group: "authentication.k8s.io", Version: "v1"},
-		{Group: "authorization.k8s.io", Version: "v1"},
-		{Group: "coordination.k8s.io", Version: "v1"},
-	}
+	return registry.NewSet(Resources()...).Served()
 }
 
 // New builds the core backend.
@@ -33,4 +29,23 @@ func New(opts *backend.Options, log *slog.Logger) (*backend.Backend, error) {
 }
 
 // Setup installs core's resources and hooks on b.
-func Setup(*backend.Backend) error { return nil }
+func Setup(b *backend.Backend) error {
+	scheme, err := NewScheme()
+	if err != nil {
+		return err
+	}
+	h := registry.NewHandler(scheme, registry.NewSet(Resources()...), storage.NewStore(b.Etcd), b.Stopping())
+	b.SetResources(h)
+	if err := b.Server.AddPostStartHook("start-system-namespaces-controller", func(ctx context.Context) error {
+		if err := storage.WaitReady(ctx, b.Etcd); err != nil {
+			return err
+		}
+		return h.EnsureNamespaces(ctx, registry.SystemNamespaces)
+	}); err != nil {
+		return err
+	}
+	return b.Server.AddPostStartHook("start-namespace-lifecycle-controller", func(ctx context.Context) error {
+		go h.RunNamespaceFinalizer(ctx, b.Log) // ctx lives until shutdown starts
+		return nil
+	})
+}

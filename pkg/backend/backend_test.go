@@ -1,0 +1,246 @@
+package backend
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
+	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/caller"
+	"github.com/apichain/apichain/pkg/certs"
+	"github.com/apichain/apichain/pkg/embedded"
+	"github.com/apichain/apichain/pkg/server"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// startBackend runs a real backend in-process: mutual TLS from a fresh PKI, an embedded NATS
+// for its lifecycle publisher and an embedded etcd for its storage-readiness hook. It stops
+// the backend when the test ends.
+func startBackend(t *testing.T) (*Backend, *certs.PKI) {
+	t.Helper()
+	pki, err := certs.EnsurePKI(t.TempDir(), nil, []string{"apichain-backend"})
+	require.NoError(t, err)
+
+	nats, err := embedded.StartNATS(t.TempDir(), "127.0.0.1", 0)
+	require.NoError(t, err)
+	t.Cleanup(nats.Stop)
+
+	etcd, err := embedded.StartEtcd(t.TempDir(), 0, 0)
+	require.NoError(t, err)
+	t.Cleanup(etcd.Stop)
+
+	opts := NewOptions("core", 0)
+	opts.InstanceID = "test-1"
+	opts.BindAddress = "127.0.0.1:0"
+	opts.TLSCertFile, opts.TLSKeyFile, opts.ClientCAFile = pki.BackendCertFile, pki.BackendKeyFile, pki.CAFile
+	opts.EtcdServers = etcd.Endpoints()
+	opts.NATSURL = nats.URL()
+	opts.Generic.ShutdownTimeout = 10 * time.Second
+	require.NoError(t, opts.Validate())
+
+	b, err := New(opts, []*discoveryv1.GroupVersion{{Version: "v1"}, {Group: "apps", Version: "v1"}}, discardLog())
+	require.NoError(t, err)
+	assert.Regexp(t, `^127\.0\.0\.1:\d+$`, b.Address())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Error("backend did not stop within 30s")
+		}
+	})
+	return b, pki
+}
+
+func dialBackend(t *testing.T, b *Backend, tlsCfg *tls.Config) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(b.Address(), grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+func clientTLS(t *testing.T, pki *certs.PKI, certFile, keyFile string) *tls.Config {
+	t.Helper()
+	cfg, err := certs.ClientTLSConfig(pki.CAFile, certFile, keyFile, "apichain-backend")
+	require.NoError(t, err)
+	return cfg
+}
+
+func rpcCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestBackendMutualTLSAndIdentity(t *testing.T) {
+	b, pki := startBackend(t)
+
+	t.Run("gateway client cert", func(t *testing.T) {
+		conn := dialBackend(t, b, clientTLS(t, pki, pki.GatewayClientCertFile, pki.GatewayClientKeyFile))
+
+		health := healthpb.NewHealthClient(conn)
+		hr, err := health.Check(rpcCtx(t), &healthpb.HealthCheckRequest{})
+		require.NoError(t, err)
+		assert.Contains(t, []healthpb.HealthCheckResponse_ServingStatus{
+			healthpb.HealthCheckResponse_NOT_SERVING, healthpb.HealthCheckResponse_SERVING}, hr.GetStatus())
+		// Readiness (storage-readiness against etcd) is mirrored into grpc.health.v1.
+		for _, svc := range []string{"", "core"} {
+			require.Eventually(t, func() bool {
+				hr, err := health.Check(rpcCtx(t), &healthpb.HealthCheckRequest{Service: svc})
+				return err == nil && hr.GetStatus() == healthpb.HealthCheckResponse_SERVING
+			}, 20*time.Second, 20*time.Millisecond, "service %q", svc)
+		}
+
+		// With identity metadata, as the gateway sends it.
+		ctx := caller.Outgoing(rpcCtx(t), &resourcev1.Caller{Name: "alice", Groups: []string{"devs"}})
+		resp, err := discoveryv1.NewDiscoveryServiceClient(conn).ListServed(ctx, &discoveryv1.ListServedRequest{})
+		require.NoError(t, err)
+		require.Len(t, resp.GetGroupVersions(), 2, "%v", resp.GetGroupVersions())
+		assert.True(t, proto.Equal(&discoveryv1.GroupVersion{Group: "apps", Version: "v1"}, resp.GetGroupVersions()[1]))
+
+		// No resources installed: every resource request is "not served".
+		_, err = resourcev1.NewResourceServiceClient(conn).Get(ctx, &resourcev1.GetRequest{
+			Ref: &resourcev1.ResourceRef{Version: "v1", Resource: "pods", Namespace: "default", Name: "p"}})
+		assert.Equal(t, codes.Unimplemented, status.Code(err), "err = %v", err)
+	})
+
+	t.Run("admin cert with identity metadata is rejected", func(t *testing.T) {
+		conn := dialBackend(t, b, clientTLS(t, pki, pki.AdminCertFile, pki.AdminKeyFile))
+		ctx := caller.Outgoing(rpcCtx(t), &resourcev1.Caller{Name: "system:admin", Groups: []string{"system:masters"}})
+
+		_, err := discoveryv1.NewDiscoveryServiceClient(conn).ListServed(ctx, &discoveryv1.ListServedRequest{})
+		assert.Equal(t, codes.PermissionDenied, status.Code(err), "err = %v", err)
+
+		_, err = healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+		assert.Equal(t, codes.PermissionDenied, status.Code(err), "err = %v", err)
+
+		// Streams go through the same rule.
+		stream, err := resourcev1.NewResourceServiceClient(conn).Watch(ctx, &resourcev1.WatchRequest{
+			Ref: &resourcev1.ResourceRef{Version: "v1", Resource: "pods"}})
+		if err == nil {
+			_, err = stream.Recv()
+		}
+		assert.Equal(t, codes.PermissionDenied, status.Code(err), "err = %v", err)
+	})
+
+	t.Run("no client cert fails the handshake", func(t *testing.T) {
+		conn := dialBackend(t, b, clientTLS(t, pki, "", ""))
+		_, err := healthpb.NewHealthClient(conn).Check(rpcCtx(t), &healthpb.HealthCheckRequest{})
+		require.Error(t, err)
+		assert.Equal(t, codes.Unavailable, status.Code(err), "err = %v", err)
+	})
+
+	t.Run("client cert from another CA fails the handshake", func(t *testing.T) {
+		other, err := certs.EnsurePKI(t.TempDir(), nil, nil)
+		require.NoError(t, err)
+		cfg := clientTLS(t, pki, other.GatewayClientCertFile, other.GatewayClientKeyFile)
+		conn := dialBackend(t, b, cfg)
+		_, err = healthpb.NewHealthClient(conn).Check(rpcCtx(t), &healthpb.HealthCheckRequest{})
+		require.Error(t, err)
+		assert.Equal(t, codes.Unavailable, status.Code(err), "err = %v", err)
+	})
+
+	t.Run("TLS 1.2 handshakes", func(t *testing.T) { checkHandshakes(t, b, pki) })
+}
+
+// checkHandshakes checks the handshake itself. TLS 1.2 makes the server's verdict on the
+// client certificate part of the client's handshake (with 1.3 it arrives after it).
+func checkHandshakes(t *testing.T, b *Backend, pki *certs.PKI) {
+	other, err := certs.EnsurePKI(t.TempDir(), nil, nil)
+	require.NoError(t, err)
+
+	tests := []struct {
+		name              string
+		ca, cert, key     string
+		wantHandshakeFail bool
+	}{
+		{"gateway cert", pki.CAFile, pki.GatewayClientCertFile, pki.GatewayClientKeyFile, false},
+		{"admin cert (same CA)", pki.CAFile, pki.AdminCertFile, pki.AdminKeyFile, false},
+		{"no cert", pki.CAFile, "", "", true},
+		{"cert from another CA", pki.CAFile, other.GatewayClientCertFile, other.GatewayClientKeyFile, true},
+		{"server not trusted by the client", other.CAFile, pki.GatewayClientCertFile, pki.GatewayClientKeyFile, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := certs.ClientTLSConfig(tt.ca, tt.cert, tt.key, "apichain-backend")
+			require.NoError(t, err)
+			cfg.MaxVersion = tls.VersionTLS12
+			cfg.NextProtos = []string{"h2"}
+			d := &net.Dialer{Timeout: 10 * time.Second}
+			conn, err := tls.DialWithDialer(d, "tcp", b.Address(), cfg)
+			if tt.wantHandshakeFail {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, "h2", conn.ConnectionState().NegotiatedProtocol)
+			_ = conn.Close()
+		})
+	}
+}
+
+// TestAdmit covers the interceptor's bookkeeping without a network.
+func TestAdmit(t *testing.T) {
+	b := &Backend{Server: server.New("core", server.DefaultOptions(), discardLog())}
+	ctx := context.Background()
+
+	ctx2, done, err := b.admit(ctx, "/apichain.resource.v1.ResourceService/Get")
+	require.NoError(t, err)
+	_, ok := caller.From(ctx2)
+	assert.False(t, ok, "no caller without identity metadata")
+	done()
+
+	b.Server.InFlight.Close()
+	_, _, err = b.admit(ctx, "/apichain.resource.v1.ResourceService/Get")
+	assert.Equal(t, codes.Unavailable, status.Code(err), "new requests are refused once draining")
+
+	_, done, err = b.admit(ctx, "/apichain.resource.v1.ResourceService/Watch")
+	require.NoError(t, err, "long-running requests are not counted")
+	done()
+}
+
+func TestAdvertise(t *testing.T) {
+	orig := osHostname
+	t.Cleanup(func() { osHostname = orig })
+	osHostname = func() (string, error) { return "node-a", nil }
+
+	tests := []struct {
+		configured string
+		bound      net.Addr
+		want       string
+	}{
+		{"core.example:9090", &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 1}, "core.example:9090"},
+		{"", &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 9090}, "10.0.0.1:9090"},
+		{"", &net.TCPAddr{IP: net.IPv6loopback, Port: 9090}, "[::1]:9090"},
+		{"", &net.TCPAddr{IP: net.IPv4zero, Port: 9090}, "node-a:9090"},
+		{"", &net.TCPAddr{IP: net.IPv6unspecified, Port: 9090}, "node-a:9090"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			assert.Equal(t, tt.want, advertise(tt.configured, tt.bound))
+		})
+	}
+
+	osHostname = func() (string, error) { return "", io.EOF }
+	assert.Equal(t, "127.0.0.1:9090", advertise("", &net.TCPAddr{IP: net.IPv4zero, Port: 9090}))
+}

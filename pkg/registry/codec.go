@@ -1,0 +1,143 @@
+package registry
+
+import (
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Media types apichain serves.
+const (
+	MediaJSON     = "application/json"
+	MediaYAML     = "application/yaml"
+	MediaProtobuf = "application/vnd.kubernetes.protobuf"
+)
+
+// outputKind is what the client asked the object to be turned into.
+type outputKind int
+
+const (
+	asObject outputKind = iota
+	asTable
+	asPartialMetadata
+)
+
+// output is the negotiated response encoding.
+type output struct {
+	mediaType string
+	kind      outputKind
+	pretty    bool
+}
+
+// negotiate picks the response encoding from an Accept header as kube does: the first
+// acceptable clause wins; "as=Table;g=meta.k8s.io;v=v1" asks for a Table and
+// "as=PartialObjectMetadata[List]" for metadata only.
+func negotiate(accept string, pretty bool) (output, error) {
+	if strings.TrimSpace(accept) == "" {
+		return output{mediaType: MediaJSON, pretty: pretty}, nil
+	}
+	for _, clause := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(clause))
+		if err != nil {
+			continue
+		}
+		var media string
+		switch mt {
+		case MediaJSON, "*/*", "application/*":
+			media = MediaJSON
+		case MediaYAML:
+			media = MediaYAML
+		case MediaProtobuf:
+			media = MediaProtobuf
+		default:
+			continue
+		}
+		kind := asObject
+		if as := params["as"]; as != "" {
+			if params["g"] != "meta.k8s.io" || params["v"] != "v1" {
+				continue // kube serves these conversions only at meta.k8s.io/v1
+			}
+			switch as {
+			case "Table":
+				kind = asTable
+			case "PartialObjectMetadata", "PartialObjectMetadataList":
+				kind = asPartialMetadata
+			default:
+				continue
+			}
+		}
+		return output{mediaType: media, kind: kind, pretty: pretty}, nil
+	}
+	return output{}, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schema.GroupResource{}, "", "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf", 0, false)
+}
+
+// contentType is the response Content-Type for o.
+func (o output) contentType() string {
+	return o.mediaType
+}
+
+// encode writes obj (already converted for o.kind) in o's media type, versioned to gv.
+func (s *Scheme) encode(obj runtime.Object, gv schema.GroupVersion, o output) ([]byte, error) {
+	info, ok := runtime.SerializerInfoForMediaType(s.Codecs.SupportedMediaTypes(), o.mediaType)
+	if !ok {
+		return nil, fmt.Errorf("no serializer for %s", o.mediaType)
+	}
+	ser := info.Serializer
+	if o.pretty && info.PrettySerializer != nil {
+		ser = info.PrettySerializer
+	}
+	// Encode in the object's own group/version: the resource's, or meta.k8s.io/v1 for Tables
+	// and metadata, autoscaling/v1 for Scale.
+	if kinds, _, err := s.ObjectKinds(obj); err == nil && len(kinds) > 0 {
+		own := false
+		for _, k := range kinds {
+			own = own || k.GroupVersion() == gv
+		}
+		if !own {
+			gv = kinds[0].GroupVersion()
+		}
+	}
+	return runtime.Encode(s.Codecs.EncoderForVersion(ser, gv), obj)
+}
+
+// decode reads a request body of contentType into into, checking its apiVersion and kind.
+// strict (fieldValidation=Strict) fails on unknown or duplicate fields.
+func (s *Scheme) decode(data []byte, contentType string, into runtime.Object, gvk schema.GroupVersionKind, strict bool) error {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil || contentType == "" {
+		mt = MediaJSON
+	}
+	info, ok := runtime.SerializerInfoForMediaType(s.Codecs.SupportedMediaTypes(), mt)
+	if !ok {
+		return unsupportedMediaType(MediaJSON, MediaYAML, MediaProtobuf)
+	}
+	ser := info.Serializer
+	if strict && info.StrictSerializer != nil { // protobuf has no unknown fields to report
+		ser = info.StrictSerializer
+	}
+	out, got, err := s.Codecs.DecoderToVersion(ser, gvk.GroupVersion()).Decode(data, &gvk, into)
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	if got != nil && (got.Kind != gvk.Kind || got.GroupVersion() != gvk.GroupVersion()) {
+		return apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", got.GroupVersion(), gvk.GroupVersion()))
+	}
+	if out != into {
+		return apierrors.NewBadRequest("decoded into an unexpected type")
+	}
+	return nil
+}
+
+// unsupportedMediaType is kube's 415 for a body it cannot read.
+func unsupportedMediaType(accepted ...string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+		Message: "the body of the request was in an unknown format - accepted media types include: " + strings.Join(accepted, ", "),
+	}}
+}

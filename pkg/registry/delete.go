@@ -1,0 +1,199 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// deleteOptions reads the optional DeleteOptions body.
+func deleteOptions(body *resourcev1.Body) (*metav1.DeleteOptions, error) {
+	opts := &metav1.DeleteOptions{}
+	if len(body.GetData()) == 0 {
+		return opts, nil
+	}
+	if err := json.Unmarshal(body.GetData(), opts); err != nil {
+		return nil, apierrors.NewBadRequest("invalid DeleteOptions: " + err.Error())
+	}
+	if opts.PropagationPolicy != nil {
+		switch *opts.PropagationPolicy {
+		case metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground:
+		default:
+			return nil, apierrors.NewBadRequest("invalid propagationPolicy " + string(*opts.PropagationPolicy))
+		}
+	}
+	return opts, nil
+}
+
+// pendingDeletion reports whether deleting obj must wait (finalizers, or a kind's own rule
+// such as a namespace's spec.finalizers).
+func pendingDeletion(r *Resource, obj runtime.Object) bool {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	return len(acc.GetFinalizers()) > 0 || (r.PendingDeletion != nil && r.PendingDeletion(obj))
+}
+
+// Delete removes an object, or marks it for deletion while finalizers remain (202).
+func (h *Handler) Delete(ctx context.Context, req *resourcev1.DeleteRequest) (*resourcev1.DeleteResponse, error) {
+	r, err := h.lookup(req.GetRef())
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	opts, err := deleteOptions(req.GetBody())
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	dryRun := isDryRun(req.GetOptions().GetDryRun()) || isDryRun(opts.DryRun)
+	obj, deleted, err := h.delete(ctx, r, req.GetRef(), opts.Preconditions, dryRun)
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	body, err := h.respond(r, obj, req.GetEncoding())
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	code := int32(http.StatusOK)
+	if !deleted {
+		code = http.StatusAccepted
+	}
+	return &resourcev1.DeleteResponse{Body: body, Code: code}, nil
+}
+
+func (h *Handler) delete(ctx context.Context, r *Resource, ref *resourcev1.ResourceRef, pre *metav1.Preconditions, dryRun bool) (runtime.Object, bool, error) {
+	for attempt := 0; ; attempt++ {
+		kv, _, err := h.store.Get(ctx, key(r, ref.GetNamespace(), ref.GetName()), 0)
+		if err != nil {
+			return nil, false, storeError(err, r.GroupResource(), ref.GetName())
+		}
+		current, err := h.decodeStored(r, kv.Value, kv.ModRevision)
+		if err != nil {
+			return nil, false, apierrors.NewInternalError(err)
+		}
+		acc, _ := meta.Accessor(current)
+		if pre != nil {
+			if pre.UID != nil && *pre.UID != acc.GetUID() {
+				return nil, false, apierrors.NewConflict(r.GroupResource(), ref.GetName(),
+					fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *pre.UID, acc.GetUID()))
+			}
+			if pre.ResourceVersion != nil && *pre.ResourceVersion != acc.GetResourceVersion() {
+				return nil, false, apierrors.NewConflict(r.GroupResource(), ref.GetName(),
+					fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *pre.ResourceVersion, acc.GetResourceVersion()))
+			}
+		}
+		if dryRun {
+			return current, !pendingDeletion(r, current), nil
+		}
+		if pendingDeletion(r, current) {
+			if acc.GetDeletionTimestamp() != nil {
+				return current, false, nil // already being deleted
+			}
+			now := metav1.NewTime(h.now())
+			zero := int64(0)
+			acc.SetDeletionTimestamp(&now)
+			acc.SetDeletionGracePeriodSeconds(&zero)
+			if r.OnDeletionStart != nil {
+				r.OnDeletionStart(current)
+			}
+			if r.HasSpec { // kube bumps generation when deletion starts
+				acc.SetGeneration(acc.GetGeneration() + 1)
+			}
+			data, err := h.encodeStored(r, current)
+			if err != nil {
+				return nil, false, apierrors.NewInternalError(err)
+			}
+			rev, err := h.store.Update(ctx, kv.Key, data, kv.ModRevision)
+			if err == storage.ErrConflict && attempt < 10 {
+				continue
+			}
+			if err != nil {
+				return nil, false, storeError(err, r.GroupResource(), ref.GetName())
+			}
+			acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+			return current, false, nil
+		}
+		obj, err := h.finalDelete(ctx, r, ref, current, kv.ModRevision)
+		if err == errRetry && attempt < 10 {
+			continue
+		}
+		return obj, err == nil, err
+	}
+}
+
+type retryError struct{}
+
+func (retryError) Error() string { return "retry" }
+
+var errRetry error = retryError{}
+
+// finalDelete removes obj's key if it is still at rev.
+func (h *Handler) finalDelete(ctx context.Context, r *Resource, ref *resourcev1.ResourceRef, obj runtime.Object, rev int64) (runtime.Object, error) {
+	newRev, err := h.store.Delete(ctx, key(r, ref.GetNamespace(), ref.GetName()), rev)
+	if err == storage.ErrConflict {
+		return nil, errRetry
+	}
+	if err != nil {
+		return nil, storeError(err, r.GroupResource(), ref.GetName())
+	}
+	if acc, err := meta.Accessor(obj); err == nil {
+		acc.SetResourceVersion(strconv.FormatInt(newRev, 10))
+	}
+	return obj, nil
+}
+
+// DeleteCollection deletes every object matching the selectors.
+func (h *Handler) DeleteCollection(ctx context.Context, req *resourcev1.DeleteCollectionRequest) (*resourcev1.DeleteCollectionResponse, error) {
+	r, err := h.lookup(req.GetRef())
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	opts, err := deleteOptions(req.GetBody())
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	dryRun := isDryRun(req.GetOptions().GetDryRun()) || isDryRun(opts.DryRun)
+	res, err := h.list(ctx, r, req.GetRef().GetNamespace(), req.GetListOptions(), 0, "")
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	var deleted []runtime.Object
+	for _, item := range res.items {
+		acc, _ := meta.Accessor(item)
+		ref := &resourcev1.ResourceRef{Group: r.GroupVersion.Group, Version: r.GroupVersion.Version, Resource: r.Name,
+			Namespace: acc.GetNamespace(), Name: acc.GetName()}
+		obj, _, err := h.delete(ctx, r, ref, nil, dryRun)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, toGRPC(err)
+		}
+		deleted = append(deleted, obj)
+	}
+	list := r.NewList()
+	if err := meta.SetList(list, deleted); err != nil {
+		return nil, toGRPC(apierrors.NewInternalError(err))
+	}
+	if lacc, err := meta.ListAccessor(list); err == nil {
+		lacc.SetResourceVersion(strconv.FormatInt(res.revision, 10))
+	}
+	list.GetObjectKind().SetGroupVersionKind(r.GroupVersion.WithKind(r.Kind + "List"))
+	body, err := h.respond(r, list, req.GetEncoding())
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	return &resourcev1.DeleteCollectionResponse{Body: body}, nil
+}

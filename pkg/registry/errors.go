@@ -1,0 +1,59 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/apichain/apichain/pkg/rpcstatus"
+	"github.com/apichain/apichain/pkg/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// storeError turns a store error about name into kube's Status error.
+func storeError(err error, gr schema.GroupResource, name string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, storage.ErrNotFound):
+		return apierrors.NewNotFound(gr, name)
+	case errors.Is(err, storage.ErrAlreadyExists):
+		return apierrors.NewAlreadyExists(gr, name)
+	case errors.Is(err, storage.ErrConflict):
+		return apierrors.NewConflict(gr, name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+	case errors.Is(err, storage.ErrCompacted):
+		return apierrors.NewResourceExpired("too old resource version")
+	case errors.Is(err, storage.ErrFutureRV):
+		return apierrors.NewTimeoutError("Too large resource version", 1)
+	case errors.Is(err, context.DeadlineExceeded):
+		return apierrors.NewTimeoutError("request did not complete within the allowed duration", 0)
+	}
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		return err
+	}
+	return apierrors.NewInternalError(err)
+}
+
+// toGRPC turns any error into the gRPC status carrying its kube Status.
+func toGRPC(err error) error {
+	if err == nil {
+		return nil
+	}
+	if rpcstatus.IsNotServed(err) {
+		return err
+	}
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		st := se.Status()
+		if st.Kind == "" {
+			st.Kind, st.APIVersion = "Status", "v1"
+		}
+		return rpcstatus.FromKube(&st)
+	}
+	return rpcstatus.FromKube(rpcstatus.NewStatus(http.StatusInternalServerError, metav1.StatusReasonInternalError,
+		fmt.Sprintf("Internal error occurred: %v", err)))
+}

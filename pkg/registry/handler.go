@@ -1,0 +1,109 @@
+package registry
+
+import (
+	"context"
+	"time"
+
+	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/rpcstatus"
+	"github.com/apichain/apichain/pkg/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Handler serves a Set of resources as the ResourceService.
+type Handler struct {
+	resourcev1.UnimplementedResourceServiceServer
+	scheme   *Scheme
+	set      *Set
+	store    *storage.Store
+	stopping <-chan struct{}
+	now      func() time.Time
+}
+
+// NewHandler serves set from store; watches end when stopping closes.
+func NewHandler(scheme *Scheme, set *Set, store *storage.Store, stopping <-chan struct{}) *Handler {
+	return &Handler{scheme: scheme, set: set, store: store, stopping: stopping, now: time.Now}
+}
+
+// lookup finds the resource of a request; one this backend does not serve is "not served",
+// so the gateway asks the next delegate.
+func (h *Handler) lookup(ref *resourcev1.ResourceRef, allowSub ...string) (*Resource, error) {
+	gvr := schema.GroupVersionResource{Group: ref.GetGroup(), Version: ref.GetVersion(), Resource: ref.GetResource()}
+	r, ok := h.set.Lookup(gvr)
+	if !ok {
+		return nil, rpcstatus.NotServed(gvr.String())
+	}
+	if sub := ref.GetSubresource(); sub != "" {
+		allowed := false
+		for _, a := range allowSub {
+			allowed = allowed || (a == sub && r.hasSubresource(sub))
+		}
+		if !allowed {
+			return nil, apierrors.NewNotFound(schema.GroupResource{Group: gvr.Group, Resource: gvr.Resource + "/" + sub}, ref.GetName())
+		}
+	}
+	if r.Namespaced && ref.GetNamespace() == "" && ref.GetName() != "" {
+		return nil, apierrors.NewNotFound(r.GroupResource(), ref.GetName())
+	}
+	return r, nil
+}
+
+// respond encodes obj as the client asked.
+func (h *Handler) respond(r *Resource, obj runtime.Object, enc *resourcev1.Encoding) (*resourcev1.Body, error) {
+	out, err := negotiate(enc.GetAccept(), enc.GetPretty())
+	if err != nil {
+		return nil, err
+	}
+	converted, err := h.convert(r, obj, out)
+	if err != nil {
+		return nil, err
+	}
+	data, err := h.scheme.encode(converted, r.GroupVersion, out)
+	if err != nil {
+		return nil, err
+	}
+	return &resourcev1.Body{ContentType: out.contentType(), Data: data}, nil
+}
+
+func (h *Handler) convert(r *Resource, obj runtime.Object, out output) (runtime.Object, error) {
+	switch out.kind {
+	case asTable:
+		return h.table(r, obj, true)
+	case asPartialMetadata:
+		return partialMetadata(obj)
+	}
+	return obj, nil
+}
+
+// Get reads one object.
+func (h *Handler) Get(ctx context.Context, req *resourcev1.GetRequest) (*resourcev1.GetResponse, error) {
+	r, err := h.lookup(req.GetRef(), "status", "scale")
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	obj, err := h.get(ctx, r, req.GetRef().GetNamespace(), req.GetRef().GetName())
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	if req.GetRef().GetSubresource() == "scale" {
+		if obj, err = toScale(obj); err != nil {
+			return nil, toGRPC(err)
+		}
+	}
+	body, err := h.respond(r, obj, req.GetEncoding())
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	return &resourcev1.GetResponse{Body: body}, nil
+}
+
+func (h *Handler) get(ctx context.Context, r *Resource, namespace, name string) (runtime.Object, error) {
+	kv, _, err := h.store.Get(ctx, key(r, namespace, name), 0)
+	if err != nil {
+		return nil, storeError(err, r.GroupResource(), name)
+	}
+	obj, err := h.decodeStored(r, kv.Value, kv.ModRevision)
+	return obj, storeError(err, r.GroupResource(), name)
+}

@@ -1,0 +1,222 @@
+package registry
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// selector is a parsed label and field selector.
+type selector struct {
+	labels labels.Selector
+	fields fields.Selector
+}
+
+func (s selector) empty() bool { return s.labels.Empty() && s.fields.Empty() }
+
+// parseSelector parses and checks selectors against the fields the kind supports.
+func parseSelector(r *Resource, opts *resourcev1.ListOptions) (selector, error) {
+	ls, err := labels.Parse(opts.GetLabelSelector())
+	if err != nil {
+		return selector{}, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requested label selector: %v", err))
+	}
+	fs, err := fields.ParseSelector(opts.GetFieldSelector())
+	if err != nil {
+		return selector{}, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requested field selector: %v", err))
+	}
+	supported := fieldSet(r, r.New())
+	for _, req := range fs.Requirements() {
+		if _, ok := supported[req.Field]; !ok {
+			return selector{}, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+		}
+	}
+	return selector{labels: ls, fields: fs}, nil
+}
+
+// fieldSet is the field selector values of obj: metadata.name, metadata.namespace and the kind's own.
+func fieldSet(r *Resource, obj runtime.Object) fields.Set {
+	set := fields.Set{}
+	if acc, err := meta.Accessor(obj); err == nil {
+		set["metadata.name"] = acc.GetName()
+		if r.Namespaced {
+			set["metadata.namespace"] = acc.GetNamespace()
+		}
+	}
+	if r.FieldLabels != nil {
+		for k, v := range r.FieldLabels(obj) {
+			set[k] = v
+		}
+	}
+	return set
+}
+
+func (s selector) matches(r *Resource, obj runtime.Object) bool {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	return s.labels.Matches(labels.Set(acc.GetLabels())) && s.fields.Matches(fieldSet(r, obj))
+}
+
+// continueToken is kube's continue token shape: the list's revision and the key to resume after.
+type continueToken struct {
+	APIVersion string `json:"v"`
+	Revision   int64  `json:"rv"`
+	StartKey   string `json:"start"`
+}
+
+func encodeContinue(rev int64, lastKey, keyPrefix string) string {
+	data, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", Revision: rev, StartKey: strings.TrimPrefix(lastKey, keyPrefix)})
+	return base64.RawURLEncoding.EncodeToString(data)
+}
+
+func decodeContinue(token, keyPrefix string) (rev int64, startKey string, err error) {
+	data, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return 0, "", apierrors.NewBadRequest("continue key is not valid: " + err.Error())
+	}
+	var t continueToken
+	if err := json.Unmarshal(data, &t); err != nil || t.APIVersion != "meta.k8s.io/v1" || t.Revision <= 0 || t.StartKey == "" ||
+		strings.Contains(t.StartKey, "..") || strings.HasPrefix(t.StartKey, "/") {
+		return 0, "", apierrors.NewBadRequest("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+	}
+	return t.Revision, keyPrefix + t.StartKey, nil
+}
+
+// parseRV parses a resourceVersion parameter ("" and "0" mean 0).
+func parseRV(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q", s))
+	}
+	return v, nil
+}
+
+// listResult is a page of matching objects.
+type listResult struct {
+	items     []runtime.Object
+	revision  int64
+	cont      string
+	remaining *int64
+}
+
+// list reads matching objects under one namespace (or all) as one consistent snapshot page.
+func (h *Handler) list(ctx context.Context, r *Resource, namespace string, opts *resourcev1.ListOptions, limit int64, cont string) (*listResult, error) {
+	sel, err := parseSelector(r, opts)
+	if err != nil {
+		return nil, err
+	}
+	rv, err := parseRV(opts.GetResourceVersion())
+	if err != nil {
+		return nil, err
+	}
+	keyPrefix := prefix(r, namespace)
+	var atRev int64
+	startKey := ""
+	switch {
+	case cont != "":
+		if opts.GetResourceVersion() != "" && opts.GetResourceVersion() != "0" {
+			return nil, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
+		}
+		if atRev, startKey, err = decodeContinue(cont, keyPrefix); err != nil {
+			return nil, err
+		}
+	case opts.GetResourceVersionMatch() == string(metav1.ResourceVersionMatchExact):
+		if rv == 0 {
+			return nil, apierrors.NewBadRequest("resourceVersionMatch=Exact requires a non-zero resourceVersion")
+		}
+		atRev = rv
+	case opts.GetResourceVersionMatch() != "" && opts.GetResourceVersionMatch() != string(metav1.ResourceVersionMatchNotOlderThan):
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("unknown resourceVersionMatch %q", opts.GetResourceVersionMatch()))
+	}
+	res := &listResult{items: []runtime.Object{}}
+	for {
+		want := int64(0)
+		if limit > 0 {
+			want = limit - int64(len(res.items))
+		}
+		page, err := h.store.List(ctx, keyPrefix, atRev, startKey, want)
+		if err != nil {
+			if cont != "" && err == storage.ErrCompacted {
+				return nil, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+			}
+			return nil, storeError(err, r.GroupResource(), "")
+		}
+		if atRev == 0 {
+			atRev = page.Revision
+			if rv > atRev {
+				return nil, apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, atRev), 1)
+			}
+		}
+		for _, kv := range page.KVs {
+			startKey = kv.Key
+			obj, err := h.decodeStored(r, kv.Value, kv.ModRevision)
+			if err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			if sel.matches(r, obj) {
+				res.items = append(res.items, obj)
+			}
+		}
+		if !page.More || len(page.KVs) == 0 {
+			break
+		}
+		if limit > 0 && int64(len(res.items)) >= limit {
+			res.cont = encodeContinue(atRev, startKey, keyPrefix)
+			if sel.empty() {
+				n := page.Remaining
+				res.remaining = &n
+			}
+			break
+		}
+	}
+	res.revision = atRev
+	return res, nil
+}
+
+// List reads a collection.
+func (h *Handler) List(ctx context.Context, req *resourcev1.ListRequest) (*resourcev1.ListResponse, error) {
+	r, err := h.lookup(req.GetRef())
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	if req.GetPageSize() < 0 {
+		return nil, toGRPC(apierrors.NewBadRequest("limit must be non-negative"))
+	}
+	res, err := h.list(ctx, r, req.GetRef().GetNamespace(), req.GetOptions(), req.GetPageSize(), req.GetPageToken())
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	list := r.NewList()
+	if err := meta.SetList(list, res.items); err != nil {
+		return nil, toGRPC(apierrors.NewInternalError(err))
+	}
+	lacc, err := meta.ListAccessor(list)
+	if err != nil {
+		return nil, toGRPC(apierrors.NewInternalError(err))
+	}
+	lacc.SetResourceVersion(strconv.FormatInt(res.revision, 10))
+	lacc.SetContinue(res.cont)
+	lacc.SetRemainingItemCount(res.remaining)
+	list.GetObjectKind().SetGroupVersionKind(r.GroupVersion.WithKind(r.Kind + "List"))
+	body, err := h.respond(r, list, req.GetEncoding())
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	return &resourcev1.ListResponse{Body: body, NextPageToken: res.cont}, nil
+}

@@ -1,0 +1,180 @@
+package registry
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// key is the etcd key of an object: /registry/<group>/<resource>/[<namespace>/]<name>, with
+// "core" for the legacy group.
+func key(r *Resource, namespace, name string) string {
+	k := prefix(r, namespace)
+	return k + name
+}
+
+// prefix is the key prefix of a resource's objects, in one namespace when given.
+func prefix(r *Resource, namespace string) string {
+	g := r.GroupVersion.Group
+	if g == "" {
+		g = "core"
+	}
+	k := "/registry/" + g + "/" + r.Name + "/"
+	if r.Namespaced && namespace != "" {
+		k += namespace + "/"
+	}
+	return k
+}
+
+// decodeStored reads a stored object and sets its resourceVersion to the etcd revision.
+func (h *Handler) decodeStored(r *Resource, data []byte, rev int64) (runtime.Object, error) {
+	obj := r.New()
+	if err := json.Unmarshal(data, obj); err != nil {
+		return nil, fmt.Errorf("decoding stored %s: %w", r.Name, err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(r.GroupVersion.WithKind(r.Kind))
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return obj, nil
+}
+
+// encodeStored is the stored form: JSON without resourceVersion (the revision is the version).
+func (h *Handler) encodeStored(r *Resource, obj runtime.Object) ([]byte, error) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	rv := acc.GetResourceVersion()
+	acc.SetResourceVersion("")
+	defer acc.SetResourceVersion(rv)
+	obj.GetObjectKind().SetGroupVersionKind(r.GroupVersion.WithKind(r.Kind))
+	return json.Marshal(obj)
+}
+
+const nameChars = "bcdfghjklmnpqrstvwxz2456789"
+
+// generateName appends five random characters, as kube's names.SimpleNameGenerator does.
+func generateName(base string) string {
+	const maxLen = 63 - 5
+	if len(base) > maxLen {
+		base = base[:maxLen]
+	}
+	b := make([]byte, 5)
+	for i := range b {
+		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(nameChars))))
+		b[i] = nameChars[n.Int64()]
+	}
+	return base + string(b)
+}
+
+// prepareCreate sets the system fields of a new object.
+func (h *Handler) prepareCreate(r *Resource, acc metav1.Object, obj runtime.Object) {
+	if acc.GetName() == "" && acc.GetGenerateName() != "" {
+		acc.SetName(generateName(acc.GetGenerateName()))
+	}
+	acc.SetUID(types.UID(uuid.NewString()))
+	acc.SetCreationTimestamp(metav1.NewTime(h.now().Truncate(time.Second)))
+	acc.SetResourceVersion("")
+	acc.SetDeletionTimestamp(nil)
+	acc.SetDeletionGracePeriodSeconds(nil)
+	acc.SetManagedFields(nil)
+	acc.SetSelfLink("")
+	if r.HasSpec {
+		acc.SetGeneration(1)
+	} else {
+		acc.SetGeneration(0)
+	}
+	if r.hasSubresource("status") {
+		resetField(obj, "Status")
+	}
+	if r.PrepareForCreate != nil {
+		r.PrepareForCreate(obj)
+	}
+}
+
+// resetField zeroes a top-level struct field by name (the status a client may not set on create).
+func resetField(obj runtime.Object, name string) {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return
+	}
+	f := v.Elem().FieldByName(name)
+	if f.IsValid() && f.CanSet() {
+		f.Set(reflect.Zero(f.Type()))
+	}
+}
+
+// copyField copies a top-level struct field by name from src to dst.
+func copyField(dst, src runtime.Object, name string) {
+	d := reflect.ValueOf(dst).Elem().FieldByName(name)
+	s := reflect.ValueOf(src).Elem().FieldByName(name)
+	if d.IsValid() && s.IsValid() && d.CanSet() {
+		d.Set(s)
+	}
+}
+
+// fieldEqual compares a top-level field of two objects semantically.
+func fieldEqual(a, b runtime.Object, name string) bool {
+	fa := reflect.ValueOf(a).Elem().FieldByName(name)
+	fb := reflect.ValueOf(b).Elem().FieldByName(name)
+	if !fa.IsValid() || !fb.IsValid() {
+		return true
+	}
+	return equality.Semantic.DeepEqual(fa.Interface(), fb.Interface())
+}
+
+// validateCreate runs kube's object-meta rules and the kind's own.
+func (h *Handler) validateCreate(r *Resource, acc metav1.Object, obj runtime.Object) field.ErrorList {
+	errs := apivalidation.ValidateObjectMetaAccessor(acc, r.Namespaced, nameValidator(r), field.NewPath("metadata"))
+	if r.Validate != nil {
+		errs = append(errs, r.Validate(obj)...)
+	}
+	return errs
+}
+
+func (h *Handler) validateUpdate(r *Resource, acc, oldAcc metav1.Object, obj, old runtime.Object) field.ErrorList {
+	errs := apivalidation.ValidateObjectMetaAccessorUpdate(acc, oldAcc, field.NewPath("metadata"))
+	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(acc, r.Namespaced, nameValidator(r), field.NewPath("metadata"))...)
+	if r.Validate != nil {
+		errs = append(errs, r.Validate(obj)...)
+	}
+	if r.ValidateUpdate != nil {
+		errs = append(errs, r.ValidateUpdate(obj, old)...)
+	}
+	return errs
+}
+
+// nameValidator is kube's: namespaces are DNS labels, most others DNS subdomains.
+func nameValidator(r *Resource) apivalidation.ValidateNameFunc {
+	if r.Name == "namespaces" {
+		return apivalidation.ValidateNamespaceName
+	}
+	return apivalidation.NameIsDNSSubdomain
+}
+
+// isDryRun reports dryRun=All.
+func isDryRun(dryRun []string) bool {
+	for _, d := range dryRun {
+		if strings.EqualFold(d, "All") {
+			return true
+		}
+	}
+	return false
+}

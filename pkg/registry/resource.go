@@ -1,0 +1,122 @@
+package registry
+
+import (
+	"sort"
+
+	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Resource defines one served resource: its names, scope, types and the rules that differ
+// from kind to kind. Everything else is the generic machinery's.
+type Resource struct {
+	GroupVersion schema.GroupVersion
+	// Name is the plural resource name ("configmaps").
+	Name         string
+	SingularName string
+	Kind         string
+	Namespaced   bool
+	ShortNames   []string
+	Categories   []string
+	// Subresources the kind has: "status" and/or "scale".
+	Subresources []string
+
+	New     func() runtime.Object
+	NewList func() runtime.Object
+
+	// Validate checks kind-specific rules on create (object metadata is checked generically).
+	Validate func(obj runtime.Object) field.ErrorList
+	// ValidateUpdate checks kind-specific rules on update, e.g. immutable fields.
+	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+	// PrepareForCreate defaults and clears fields a client may not set.
+	PrepareForCreate func(obj runtime.Object)
+	// FieldLabels returns the kind-specific field selector values (metadata.name and, for
+	// namespaced kinds, metadata.namespace are always there).
+	FieldLabels func(obj runtime.Object) fields.Set
+	// Columns and Cells are the kind's Table columns after Name (Age is added last unless
+	// the kind places it itself with AgeColumn).
+	Columns []metav1.TableColumnDefinition
+	Cells   func(obj runtime.Object) []any
+	// PendingDeletion reports kind-specific reasons a delete must wait (a namespace's
+	// spec.finalizers); metadata.finalizers always count.
+	PendingDeletion func(obj runtime.Object) bool
+	// OnDeletionStart changes an object when its deletion starts (a namespace goes Terminating).
+	OnDeletionStart func(obj runtime.Object)
+	// HasSpec tells whether the kind has a spec, so generation bumps on spec changes and the
+	// status subresource updates only status.
+	HasSpec bool
+}
+
+// GroupVersionResource names the resource.
+func (r *Resource) GroupVersionResource() schema.GroupVersionResource {
+	return r.GroupVersion.WithResource(r.Name)
+}
+
+// GroupResource is used in error messages.
+func (r *Resource) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: r.GroupVersion.Group, Resource: r.Name}
+}
+
+// Verbs are the verbs served on the resource.
+func (r *Resource) Verbs() []string {
+	return []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+}
+
+func (r *Resource) hasSubresource(name string) bool {
+	for _, s := range r.Subresources {
+		if s == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Discovery describes the resource for the discovery service.
+func (r *Resource) Discovery() *discoveryv1.Resource {
+	subs := append([]string(nil), r.Subresources...)
+	sort.Strings(subs)
+	return &discoveryv1.Resource{Name: r.Name, SingularName: r.SingularName, Namespaced: r.Namespaced, Kind: r.Kind,
+		Verbs: r.Verbs(), ShortNames: r.ShortNames, Categories: r.Categories, Subresources: subs}
+}
+
+// Set is the resources one backend serves, indexed by group/version/resource.
+type Set struct {
+	order []*Resource
+	byGVR map[schema.GroupVersionResource]*Resource
+}
+
+// NewSet indexes resources; discovery lists group/versions in the order first seen.
+func NewSet(resources ...*Resource) *Set {
+	s := &Set{byGVR: map[schema.GroupVersionResource]*Resource{}}
+	for _, r := range resources {
+		s.order = append(s.order, r)
+		s.byGVR[r.GroupVersionResource()] = r
+	}
+	return s
+}
+
+// Lookup finds a resource.
+func (s *Set) Lookup(gvr schema.GroupVersionResource) (*Resource, bool) {
+	r, ok := s.byGVR[gvr]
+	return r, ok
+}
+
+// Served returns the discovery description, one entry per group/version in first-seen order.
+func (s *Set) Served() []*discoveryv1.GroupVersion {
+	var out []*discoveryv1.GroupVersion
+	idx := map[schema.GroupVersion]*discoveryv1.GroupVersion{}
+	for _, r := range s.order {
+		gv, ok := idx[r.GroupVersion]
+		if !ok {
+			gv = &discoveryv1.GroupVersion{Group: r.GroupVersion.Group, Version: r.GroupVersion.Version}
+			idx[r.GroupVersion] = gv
+			out = append(out, gv)
+		}
+		gv.Resources = append(gv.Resources, r.Discovery())
+	}
+	return out
+}

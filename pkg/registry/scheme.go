@@ -1,0 +1,33 @@
+// Package registry is the generic REST storage every backend serves resources with: kube's
+// verbs on typed objects kept in etcd, with kube's metadata rules, optimistic concurrency,
+// selectors, pagination, watches, patches, content negotiation and Table output.
+package registry
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Scheme holds the types a backend serves.
+type Scheme struct {
+	*runtime.Scheme
+	Codecs serializer.CodecFactory
+}
+
+// NewScheme registers meta types plus every install function given (k8s.io/api's AddToScheme).
+func NewScheme(install ...func(*runtime.Scheme) error) (*Scheme, error) {
+	s := runtime.NewScheme()
+	if err := metav1.AddMetaToScheme(s); err != nil {
+		return nil, err
+	}
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	for _, f := range install {
+		if err := f(s); err != nil {
+			return nil, err
+		}
+	}
+	return &Scheme{Scheme: s, Codecs: serializer.NewCodecFactory(s, serializer.EnableStrict)}, nil
+}

@@ -1,0 +1,417 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+
+	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/storage"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"sigs.k8s.io/yaml"
+)
+
+// decodeBody reads a create/update body, strictly when fieldValidation=Strict.
+func (h *Handler) decodeBody(r *Resource, body *resourcev1.Body, opts *resourcev1.WriteOptions, into runtime.Object) error {
+	if len(body.GetData()) == 0 {
+		return apierrors.NewBadRequest("the body of the request is empty")
+	}
+	if err := validateFieldValidation(opts.GetFieldValidation()); err != nil {
+		return err
+	}
+	return h.scheme.decode(body.GetData(), body.GetContentType(), into, r.GroupVersion.WithKind(r.Kind), opts.GetFieldValidation() == "Strict")
+}
+
+func validateFieldValidation(v string) error {
+	switch v {
+	case "", "Ignore", "Warn", "Strict":
+		return nil
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of Ignore, Warn or Strict, got %q", v))
+}
+
+// Create makes an object.
+func (h *Handler) Create(ctx context.Context, req *resourcev1.CreateRequest) (*resourcev1.CreateResponse, error) {
+	r, err := h.lookup(req.GetRef())
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	obj := r.New()
+	if err := h.decodeBody(r, req.GetBody(), req.GetOptions(), obj); err != nil {
+		return nil, toGRPC(err)
+	}
+	created, err := h.create(ctx, r, req.GetRef().GetNamespace(), obj, isDryRun(req.GetOptions().GetDryRun()))
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	body, err := h.respond(r, created, req.GetEncoding())
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	return &resourcev1.CreateResponse{Body: body, Code: http.StatusCreated}, nil
+}
+
+func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj runtime.Object, dryRun bool) (runtime.Object, error) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if r.Namespaced {
+		if acc.GetNamespace() == "" {
+			acc.SetNamespace(namespace)
+		} else if acc.GetNamespace() != namespace {
+			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+		if err := h.admitNamespace(ctx, namespace); err != nil {
+			return nil, err
+		}
+	} else {
+		acc.SetNamespace("")
+	}
+	h.prepareCreate(r, acc, obj)
+	if errs := h.validateCreate(r, acc, obj); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(r.GroupVersion.WithKind(r.Kind).GroupKind(), acc.GetName(), errs)
+	}
+	if dryRun {
+		return obj, nil
+	}
+	data, err := h.encodeStored(r, obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	rev, err := h.store.Create(ctx, key(r, acc.GetNamespace(), acc.GetName()), data)
+	if err != nil {
+		return nil, storeError(err, r.GroupResource(), acc.GetName())
+	}
+	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return obj, nil
+}
+
+// admitNamespace refuses content in a namespace that does not exist or is terminating, as
+// kube's NamespaceLifecycle admission does.
+func (h *Handler) admitNamespace(ctx context.Context, namespace string) error {
+	if namespace == "" {
+		return apierrors.NewBadRequest("namespace is required for a namespaced resource")
+	}
+	ns, ok := h.set.Lookup(namespacesGVR)
+	if !ok {
+		return nil // this backend does not own namespaces; core admits them
+	}
+	obj, err := h.get(ctx, ns, "", namespace)
+	if err != nil {
+		return err
+	}
+	if acc, _ := meta.Accessor(obj); acc != nil && acc.GetDeletionTimestamp() != nil {
+		return apierrors.NewForbidden(ns.GroupResource(), namespace,
+			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", namespace))
+	}
+	return nil
+}
+
+// Update replaces an object (or its status or scale).
+func (h *Handler) Update(ctx context.Context, req *resourcev1.UpdateRequest) (*resourcev1.UpdateResponse, error) {
+	r, err := h.lookup(req.GetRef(), "status", "scale", "finalize")
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	sub := req.GetRef().GetSubresource()
+	var in runtime.Object
+	if sub == "scale" {
+		sc := &autoscalingv1.Scale{}
+		if err := h.scheme.decode(req.GetBody().GetData(), req.GetBody().GetContentType(), sc, autoscalingv1.SchemeGroupVersion.WithKind("Scale"), false); err != nil {
+			return nil, toGRPC(err)
+		}
+		in = sc
+	} else {
+		in = r.New()
+		if err := h.decodeBody(r, req.GetBody(), req.GetOptions(), in); err != nil {
+			return nil, toGRPC(err)
+		}
+	}
+	out, err := h.update(ctx, r, req.GetRef(), isDryRun(req.GetOptions().GetDryRun()), func(current runtime.Object) (runtime.Object, error) {
+		return in, nil
+	})
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	return h.writeResponse(r, sub, out, req.GetEncoding())
+}
+
+func (h *Handler) writeResponse(r *Resource, sub string, obj runtime.Object, enc *resourcev1.Encoding) (*resourcev1.UpdateResponse, error) {
+	if sub == "scale" {
+		sc, err := toScale(obj)
+		if err != nil {
+			return nil, toGRPC(err)
+		}
+		obj = sc
+	}
+	body, err := h.respond(r, obj, enc)
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	return &resourcev1.UpdateResponse{Body: body, Code: http.StatusOK}, nil
+}
+
+// update applies change to the current object and writes it with optimistic concurrency. A
+// change whose result names no resourceVersion is retried on conflict (kube's unconditional
+// update); one that names a stale version is a 409.
+func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.ResourceRef, dryRun bool, change func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
+	for attempt := 0; ; attempt++ {
+		kv, _, err := h.store.Get(ctx, key(r, ref.GetNamespace(), ref.GetName()), 0)
+		if err != nil {
+			return nil, storeError(err, r.GroupResource(), ref.GetName())
+		}
+		current, err := h.decodeStored(r, kv.Value, kv.ModRevision)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		changed, err := change(current.DeepCopyObject())
+		if err != nil {
+			return nil, err
+		}
+		next, requestedRV, err := h.merge(r, ref, current, changed)
+		if err != nil {
+			return nil, err
+		}
+		currentRV := strconv.FormatInt(kv.ModRevision, 10)
+		if requestedRV != "" && requestedRV != currentRV {
+			return nil, storeError(storage.ErrConflict, r.GroupResource(), ref.GetName())
+		}
+		acc, _ := meta.Accessor(next)
+		acc.SetResourceVersion(currentRV) // unconditional: the write is still conditional on it
+		oldAcc, _ := meta.Accessor(current)
+		if errs := h.validateUpdate(r, acc, oldAcc, next, current); len(errs) > 0 {
+			return nil, apierrors.NewInvalid(r.GroupVersion.WithKind(r.Kind).GroupKind(), ref.GetName(), errs)
+		}
+		if dryRun {
+			return next, nil
+		}
+		// The last finalizer gone from an object being deleted: it goes away now.
+		if acc.GetDeletionTimestamp() != nil && !pendingDeletion(r, next) {
+			obj, err := h.finalDelete(ctx, r, ref, next, kv.ModRevision)
+			if err == errRetry && attempt < 10 {
+				continue
+			}
+			return obj, err
+		}
+		data, err := h.encodeStored(r, next)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		rev, err := h.store.Update(ctx, kv.Key, data, kv.ModRevision)
+		if err == storage.ErrConflict && requestedRV == "" && attempt < 10 {
+			continue
+		}
+		if err != nil {
+			return nil, storeError(err, r.GroupResource(), ref.GetName())
+		}
+		acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+		return next, nil
+	}
+}
+
+// merge builds the object to store from the current one and the client's version: system
+// fields are kept, the status subresource changes only status, the main resource keeps
+// status, and generation bumps when the spec changed.
+func (h *Handler) merge(r *Resource, ref *resourcev1.ResourceRef, current, changed runtime.Object) (runtime.Object, string, error) {
+	if sc, ok := changed.(*autoscalingv1.Scale); ok {
+		next := current.DeepCopyObject()
+		if err := applyScale(next, sc); err != nil {
+			return nil, "", apierrors.NewBadRequest(err.Error())
+		}
+		bumpGeneration(r, next, current)
+		return next, sc.ResourceVersion, nil
+	}
+	acc, err := meta.Accessor(changed)
+	if err != nil {
+		return nil, "", apierrors.NewBadRequest(err.Error())
+	}
+	if acc.GetName() != ref.GetName() {
+		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", acc.GetName(), ref.GetName()))
+	}
+	if r.Namespaced && acc.GetNamespace() != "" && acc.GetNamespace() != ref.GetNamespace() {
+		return nil, "", apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	requestedRV := acc.GetResourceVersion()
+	oldAcc, _ := meta.Accessor(current)
+	var next runtime.Object
+	switch ref.GetSubresource() {
+	case "status":
+		next = current.DeepCopyObject()
+		copyField(next, changed, "Status")
+	case "finalize": // a namespace's spec.finalizers
+		next = current.DeepCopyObject()
+		copyField(next, changed, "Spec")
+	default:
+		next = changed
+		if r.hasSubresource("status") {
+			copyField(next, current, "Status")
+		}
+	}
+	nacc, _ := meta.Accessor(next)
+	if ref.GetSubresource() != "" {
+		// Status updates may not change metadata beyond what kube allows; keep the current.
+		nacc.SetLabels(oldAcc.GetLabels())
+		nacc.SetAnnotations(oldAcc.GetAnnotations())
+	}
+	nacc.SetNamespace(oldAcc.GetNamespace())
+	nacc.SetUID(oldAcc.GetUID())
+	nacc.SetCreationTimestamp(oldAcc.GetCreationTimestamp())
+	nacc.SetDeletionTimestamp(oldAcc.GetDeletionTimestamp())
+	nacc.SetDeletionGracePeriodSeconds(oldAcc.GetDeletionGracePeriodSeconds())
+	nacc.SetGeneration(oldAcc.GetGeneration())
+	nacc.SetManagedFields(oldAcc.GetManagedFields())
+	if nacc.GetGenerateName() == "" {
+		nacc.SetGenerateName(oldAcc.GetGenerateName())
+	}
+	bumpGeneration(r, next, current)
+	return next, requestedRV, nil
+}
+
+func bumpGeneration(r *Resource, next, current runtime.Object) {
+	if !r.HasSpec {
+		return
+	}
+	nacc, _ := meta.Accessor(next)
+	oldAcc, _ := meta.Accessor(current)
+	changed := !fieldEqual(next, current, "Spec")
+	if !changed && nacc.GetDeletionTimestamp() != nil && oldAcc.GetDeletionTimestamp() == nil {
+		changed = true
+	}
+	if changed {
+		nacc.SetGeneration(oldAcc.GetGeneration() + 1)
+	}
+}
+
+// Patch types kube accepts.
+const (
+	jsonPatchType      = "application/json-patch+json"
+	mergePatchType     = "application/merge-patch+json"
+	strategicPatchType = "application/strategic-merge-patch+json"
+	applyPatchType     = "application/apply-patch+yaml"
+)
+
+// Patch changes an object with a JSON, merge or strategic merge patch.
+func (h *Handler) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*resourcev1.PatchResponse, error) {
+	r, err := h.lookup(req.GetRef(), "status", "scale")
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	if err := validateFieldValidation(req.GetOptions().GetFieldValidation()); err != nil {
+		return nil, toGRPC(err)
+	}
+	pt, _, err := mime.ParseMediaType(req.GetBody().GetContentType())
+	if err != nil {
+		pt = req.GetBody().GetContentType()
+	}
+	switch pt {
+	case jsonPatchType, mergePatchType, strategicPatchType:
+	default:
+		return nil, toGRPC(unsupportedMediaType(jsonPatchType, mergePatchType, strategicPatchType))
+	}
+	patch := req.GetBody().GetData()
+	if len(patch) == 0 {
+		return nil, toGRPC(apierrors.NewBadRequest("the body of the request is empty"))
+	}
+	sub := req.GetRef().GetSubresource()
+	strict := req.GetOptions().GetFieldValidation() == "Strict"
+	out, err := h.update(ctx, r, req.GetRef(), isDryRun(req.GetOptions().GetDryRun()), func(current runtime.Object) (runtime.Object, error) {
+		var target runtime.Object = current
+		var gvkObj runtime.Object = r.New()
+		if sub == "scale" {
+			sc, err := toScale(current)
+			if err != nil {
+				return nil, err
+			}
+			target, gvkObj = sc, &autoscalingv1.Scale{}
+		}
+		original, err := json.Marshal(target)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		patched, err := applyPatch(pt, original, patch, gvkObj)
+		if err != nil {
+			return nil, err
+		}
+		into := gvkObj.DeepCopyObject()
+		dec := json.Unmarshal
+		if strict {
+			dec = func(data []byte, v any) error { return yaml.UnmarshalStrict(data, v) }
+		}
+		if err := dec(patched, into); err != nil {
+			if strict {
+				return nil, apierrors.NewBadRequest("strict decoding error: " + err.Error())
+			}
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		// A patch that does not set resourceVersion is unconditional.
+		if acc, err := meta.Accessor(into); err == nil && !patchSetsRV(patch) {
+			acc.SetResourceVersion("")
+		}
+		return into, nil
+	})
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	resp, err := h.writeResponse(r, sub, out, req.GetEncoding())
+	if err != nil {
+		return nil, err
+	}
+	return &resourcev1.PatchResponse{Body: resp.GetBody(), Code: resp.GetCode()}, nil
+}
+
+// patchSetsRV reports whether a merge-style patch names metadata.resourceVersion (kube then
+// enforces it as a precondition).
+func patchSetsRV(patch []byte) bool {
+	var m struct {
+		Metadata struct {
+			ResourceVersion *string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	return json.Unmarshal(patch, &m) == nil && m.Metadata.ResourceVersion != nil
+}
+
+func applyPatch(pt string, original, patch []byte, dataStruct runtime.Object) ([]byte, error) {
+	switch pt {
+	case jsonPatchType:
+		p, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		out, err := p.Apply(original)
+		if err != nil {
+			return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", metav1GR, "", err.Error(), 0, false)
+		}
+		return out, nil
+	case mergePatchType:
+		if !json.Valid(patch) {
+			return nil, apierrors.NewBadRequest("error decoding patch: invalid JSON")
+		}
+		out, err := jsonpatch.MergePatch(original, patch)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		return out, nil
+	default:
+		var pm map[string]any
+		if err := json.Unmarshal(patch, &pm); err != nil {
+			return nil, apierrors.NewBadRequest("error decoding patch: " + err.Error())
+		}
+		out, err := strategicpatch.StrategicMergePatch(original, patch, dataStruct)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		return out, nil
+	}
+}
+
+var metav1GR = metav1.SchemeGroupVersion.WithResource("").GroupResource()

@@ -1,0 +1,285 @@
+package core
+
+import (
+	"fmt"
+
+	"github.com/apichain/apichain/pkg/registry"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func col(name, typ, desc string) metav1.TableColumnDefinition {
+	return metav1.TableColumnDefinition{Name: name, Type: typ, Description: desc}
+}
+
+// --- namespaces: spec.finalizers ["kubernetes"], phase Active, Terminating while deleting.
+
+func namespaces() *registry.Resource {
+	return &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "namespaces", SingularName: "namespace",
+		Kind: "Namespace", ShortNames: []string{"ns"}, Subresources: []string{"finalize", "status"},
+		New: obj[corev1.Namespace](), NewList: obj[corev1.NamespaceList](),
+		PrepareForCreate: func(o runtime.Object) {
+			ns := o.(*corev1.Namespace)
+			ns.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}
+			ns.Status.Phase = corev1.NamespaceActive
+		},
+		PendingDeletion: func(o runtime.Object) bool { return len(o.(*corev1.Namespace).Spec.Finalizers) > 0 },
+		OnDeletionStart: func(o runtime.Object) { o.(*corev1.Namespace).Status.Phase = corev1.NamespaceTerminating },
+		FieldLabels: func(o runtime.Object) fields.Set {
+			return fields.Set{"status.phase": string(o.(*corev1.Namespace).Status.Phase)}
+		},
+		Columns: []metav1.TableColumnDefinition{col("Status", "string", "The status of the namespace"), registry.AgeColumn},
+		Cells: func(o runtime.Object) []any {
+			return []any{string(o.(*corev1.Namespace).Status.Phase), registry.AgeCell(o)}
+		},
+	}
+}
+
+// --- configmaps and secrets: key names, the 1 MiB size limit, immutable.
+
+const maxDataSize = 1 << 20
+
+func validateKeys(path *field.Path, keys []string, size int) field.ErrorList {
+	var errs field.ErrorList
+	for _, k := range keys {
+		for _, msg := range validation.IsConfigMapKey(k) {
+			errs = append(errs, field.Invalid(path.Key(k), k, msg))
+		}
+	}
+	if size > maxDataSize {
+		errs = append(errs, field.TooLong(path, "", maxDataSize))
+	}
+	return errs
+}
+
+func validateConfigMap(o runtime.Object) field.ErrorList {
+	cm := o.(*corev1.ConfigMap)
+	var keys []string
+	size := 0
+	for k, v := range cm.Data {
+		keys, size = append(keys, k), size+len(k)+len(v)
+	}
+	errs := validateKeys(field.NewPath("data"), keys, 0)
+	var bkeys []string
+	for k, v := range cm.BinaryData {
+		if _, dup := cm.Data[k]; dup {
+			errs = append(errs, field.Invalid(field.NewPath("binaryData").Key(k), k, "duplicate of key present in data"))
+		}
+		bkeys, size = append(bkeys, k), size+len(k)+len(v)
+	}
+	errs = append(errs, validateKeys(field.NewPath("binaryData"), bkeys, 0)...)
+	if size > maxDataSize {
+		errs = append(errs, field.TooLong(field.NewPath(""), "", maxDataSize))
+	}
+	return errs
+}
+
+func immutable(path *field.Path, oldImmutable *bool, changed bool, newImmutable *bool) field.ErrorList {
+	if oldImmutable == nil || !*oldImmutable {
+		return nil
+	}
+	var errs field.ErrorList
+	if newImmutable == nil || !*newImmutable {
+		errs = append(errs, field.Forbidden(field.NewPath("immutable"), "field is immutable when `immutable` is set"))
+	}
+	if changed {
+		errs = append(errs, field.Forbidden(path, "field is immutable when `immutable` is set"))
+	}
+	return errs
+}
+
+func validateConfigMapUpdate(o, old runtime.Object) field.ErrorList {
+	cm, oc := o.(*corev1.ConfigMap), old.(*corev1.ConfigMap)
+	changed := fmt.Sprint(cm.Data) != fmt.Sprint(oc.Data) || fmt.Sprint(cm.BinaryData) != fmt.Sprint(oc.BinaryData)
+	return immutable(field.NewPath("data"), oc.Immutable, changed, cm.Immutable)
+}
+
+var configMapColumns = []metav1.TableColumnDefinition{col("Data", "string", corev1.ConfigMap{}.SwaggerDoc()["data"]), registry.AgeColumn}
+
+func configMapCells(o runtime.Object) []any {
+	cm := o.(*corev1.ConfigMap)
+	return []any{int64(len(cm.Data) + len(cm.BinaryData)), registry.AgeCell(o)}
+}
+
+func defaultSecret(o runtime.Object) {
+	s := o.(*corev1.Secret)
+	if s.Type == "" {
+		s.Type = corev1.SecretTypeOpaque
+	}
+	// stringData is write-only: merged into data, as kube does.
+	for k, v := range s.StringData {
+		if s.Data == nil {
+			s.Data = map[string][]byte{}
+		}
+		s.Data[k] = []byte(v)
+	}
+	s.StringData = nil
+}
+
+func validateSecret(o runtime.Object) field.ErrorList {
+	s := o.(*corev1.Secret)
+	var keys []string
+	size := 0
+	for k, v := range s.Data {
+		keys, size = append(keys, k), size+len(v)
+	}
+	return validateKeys(field.NewPath("data"), keys, size)
+}
+
+func validateSecretUpdate(o, old runtime.Object) field.ErrorList {
+	s, os := o.(*corev1.Secret), old.(*corev1.Secret)
+	defaultSecret(s)
+	var errs field.ErrorList
+	if s.Type != os.Type {
+		errs = append(errs, field.Invalid(field.NewPath("type"), s.Type, "field is immutable"))
+	}
+	changed := fmt.Sprint(s.Data) != fmt.Sprint(os.Data)
+	return append(errs, immutable(field.NewPath("data"), os.Immutable, changed, s.Immutable)...)
+}
+
+func secretFields(o runtime.Object) fields.Set {
+	return fields.Set{"type": string(o.(*corev1.Secret).Type)}
+}
+
+var secretColumns = []metav1.TableColumnDefinition{
+	col("Type", "string", corev1.Secret{}.SwaggerDoc()["type"]),
+	col("Data", "string", corev1.Secret{}.SwaggerDoc()["data"]),
+	registry.AgeColumn,
+}
+
+func secretCells(o runtime.Object) []any {
+	s := o.(*corev1.Secret)
+	return []any{string(s.Type), int64(len(s.Data)), registry.AgeCell(o)}
+}
+
+var serviceAccountColumns = []metav1.TableColumnDefinition{col("Secrets", "string", corev1.ServiceAccount{}.SwaggerDoc()["secrets"]), registry.AgeColumn}
+
+func serviceAccountCells(o runtime.Object) []any {
+	return []any{int64(len(o.(*corev1.ServiceAccount).Secrets)), registry.AgeCell(o)}
+}
+
+func eventFields(o runtime.Object) fields.Set {
+	e := o.(*corev1.Event)
+	return fields.Set{
+		"involvedObject.kind": e.InvolvedObject.Kind, "involvedObject.namespace": e.InvolvedObject.Namespace,
+		"involvedObject.name": e.InvolvedObject.Name, "involvedObject.uid": string(e.InvolvedObject.UID),
+		"involvedObject.apiVersion": e.InvolvedObject.APIVersion, "involvedObject.resourceVersion": e.InvolvedObject.ResourceVersion,
+		"involvedObject.fieldPath": e.InvolvedObject.FieldPath, "reason": e.Reason, "reportingComponent": e.ReportingController,
+		"source": e.Source.Component, "type": e.Type,
+	}
+}
+
+// --- services and pods: the defaults kubectl output relies on.
+
+func defaultService(o runtime.Object) {
+	s := o.(*corev1.Service)
+	if s.Spec.Type == "" {
+		s.Spec.Type = corev1.ServiceTypeClusterIP
+	}
+	if s.Spec.SessionAffinity == "" {
+		s.Spec.SessionAffinity = corev1.ServiceAffinityNone
+	}
+	for i := range s.Spec.Ports {
+		p := &s.Spec.Ports[i]
+		if p.Protocol == "" {
+			p.Protocol = corev1.ProtocolTCP
+		}
+		if p.TargetPort.IntVal == 0 && p.TargetPort.StrVal == "" {
+			p.TargetPort.IntVal = p.Port
+		}
+	}
+}
+
+func validateService(o runtime.Object) field.ErrorList {
+	s := o.(*corev1.Service)
+	var errs field.ErrorList
+	if len(s.Spec.Ports) == 0 && s.Spec.Type != corev1.ServiceTypeExternalName && s.Spec.ClusterIP != corev1.ClusterIPNone {
+		errs = append(errs, field.Required(field.NewPath("spec", "ports"), ""))
+	}
+	for i, p := range s.Spec.Ports {
+		if p.Port < 1 || p.Port > 65535 {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "ports").Index(i).Child("port"), p.Port, "must be between 1 and 65535, inclusive"))
+		}
+	}
+	return errs
+}
+
+func defaultPod(o runtime.Object) {
+	p := o.(*corev1.Pod)
+	p.Status.Phase = corev1.PodPending
+	if p.Spec.RestartPolicy == "" {
+		p.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	}
+	if p.Spec.DNSPolicy == "" {
+		p.Spec.DNSPolicy = corev1.DNSClusterFirst
+	}
+	if p.Spec.SchedulerName == "" {
+		p.Spec.SchedulerName = corev1.DefaultSchedulerName
+	}
+}
+
+func podFields(o runtime.Object) fields.Set {
+	p := o.(*corev1.Pod)
+	return fields.Set{"spec.nodeName": p.Spec.NodeName, "spec.restartPolicy": string(p.Spec.RestartPolicy),
+		"spec.schedulerName": p.Spec.SchedulerName, "spec.serviceAccountName": p.Spec.ServiceAccountName,
+		"spec.hostNetwork": fmt.Sprint(p.Spec.HostNetwork), "status.phase": string(p.Status.Phase),
+		"status.podIP": p.Status.PodIP, "status.nominatedNodeName": p.Status.NominatedNodeName}
+}
+
+var podColumns = []metav1.TableColumnDefinition{
+	col("Ready", "string", "The aggregate readiness state of this pod for accepting traffic."),
+	col("Status", "string", "The aggregate status of the containers in this pod."),
+	col("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),
+	registry.AgeColumn,
+}
+
+func podCells(o runtime.Object) []any {
+	p := o.(*corev1.Pod)
+	ready := 0
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Ready {
+			ready++
+		}
+	}
+	reason := string(p.Status.Phase)
+	if p.Status.Reason != "" {
+		reason = p.Status.Reason
+	}
+	if p.DeletionTimestamp != nil {
+		reason = "Terminating"
+	}
+	restarts := int64(0)
+	for _, c := range p.Status.ContainerStatuses {
+		restarts += int64(c.RestartCount)
+	}
+	return []any{fmt.Sprintf("%d/%d", ready, len(p.Spec.Containers)), reason, restarts, registry.AgeCell(o)}
+}
+
+func defaultDeployment(o runtime.Object) {
+	d := o.(*appsv1.Deployment)
+	if d.Spec.Replicas == nil {
+		one := int32(1)
+		d.Spec.Replicas = &one
+	}
+	if d.Spec.Strategy.Type == "" {
+		d.Spec.Strategy.Type = appsv1.RollingUpdateDeploymentStrategyType
+	}
+}
+
+var leaseColumns = []metav1.TableColumnDefinition{col("Holder", "string", coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]), registry.AgeColumn}
+
+func leaseCells(o runtime.Object) []any {
+	l := o.(*coordinationv1.Lease)
+	holder := ""
+	if l.Spec.HolderIdentity != nil {
+		holder = *l.Spec.HolderIdentity
+	}
+	return []any{holder, registry.AgeCell(o)}
+}
+

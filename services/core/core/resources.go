@@ -1,0 +1,75 @@
+package core
+
+import (
+	"github.com/apichain/apichain/pkg/registry"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// NewScheme is core's type registry: the k8s.io/api groups it serves.
+func NewScheme() (*registry.Scheme, error) {
+	return registry.NewScheme(corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
+		authenticationv1.AddToScheme, authorizationv1.AddToScheme, autoscalingv1.AddToScheme)
+}
+
+func obj[T any, PT interface {
+	*T
+	runtime.Object
+}]() func() runtime.Object {
+	return func() runtime.Object { return PT(new(T)) }
+}
+
+// Resources are the stored resources core serves, legacy group first, in kube's order.
+func Resources() []*registry.Resource {
+	v1 := corev1.SchemeGroupVersion
+	apps := appsv1.SchemeGroupVersion
+	return []*registry.Resource{
+		namespaces(),
+		{GroupVersion: v1, Name: "configmaps", SingularName: "configmap", Kind: "ConfigMap", Namespaced: true,
+			ShortNames: []string{"cm"}, New: obj[corev1.ConfigMap](), NewList: obj[corev1.ConfigMapList](),
+			Validate: validateConfigMap, ValidateUpdate: validateConfigMapUpdate, Columns: configMapColumns, Cells: configMapCells},
+		{GroupVersion: v1, Name: "secrets", SingularName: "secret", Kind: "Secret", Namespaced: true,
+			New: obj[corev1.Secret](), NewList: obj[corev1.SecretList](), PrepareForCreate: defaultSecret,
+			Validate: validateSecret, ValidateUpdate: validateSecretUpdate, FieldLabels: secretFields,
+			Columns: secretColumns, Cells: secretCells},
+		{GroupVersion: v1, Name: "serviceaccounts", SingularName: "serviceaccount", Kind: "ServiceAccount", Namespaced: true,
+			ShortNames: []string{"sa"}, New: obj[corev1.ServiceAccount](), NewList: obj[corev1.ServiceAccountList](),
+			Columns: serviceAccountColumns, Cells: serviceAccountCells},
+		{GroupVersion: v1, Name: "events", SingularName: "event", Kind: "Event", Namespaced: true, ShortNames: []string{"ev"},
+			New: obj[corev1.Event](), NewList: obj[corev1.EventList](), FieldLabels: eventFields},
+		{GroupVersion: v1, Name: "endpoints", SingularName: "endpoints", Kind: "Endpoints", Namespaced: true, ShortNames: []string{"ep"},
+			New: obj[corev1.Endpoints](), NewList: obj[corev1.EndpointsList]()},
+		{GroupVersion: v1, Name: "services", SingularName: "service", Kind: "Service", Namespaced: true, ShortNames: []string{"svc"},
+			Categories: []string{"all"}, Subresources: []string{"status"}, HasSpec: true,
+			New: obj[corev1.Service](), NewList: obj[corev1.ServiceList](), PrepareForCreate: defaultService, Validate: validateService},
+		{GroupVersion: v1, Name: "pods", SingularName: "pod", Kind: "Pod", Namespaced: true, ShortNames: []string{"po"},
+			Categories: []string{"all"}, Subresources: []string{"status"}, HasSpec: true,
+			New: obj[corev1.Pod](), NewList: obj[corev1.PodList](), PrepareForCreate: defaultPod, FieldLabels: podFields,
+			Columns: podColumns, Cells: podCells},
+		{GroupVersion: v1, Name: "nodes", SingularName: "node", Kind: "Node", ShortNames: []string{"no"},
+			Subresources: []string{"status"}, HasSpec: true, New: obj[corev1.Node](), NewList: obj[corev1.NodeList]()},
+		{GroupVersion: apps, Name: "deployments", SingularName: "deployment", Kind: "Deployment", Namespaced: true,
+			ShortNames: []string{"deploy"}, Categories: []string{"all"}, Subresources: []string{"scale", "status"}, HasSpec: true,
+			New: obj[appsv1.Deployment](), NewList: obj[appsv1.DeploymentList](), PrepareForCreate: defaultDeployment},
+		{GroupVersion: apps, Name: "replicasets", SingularName: "replicaset", Kind: "ReplicaSet", Namespaced: true,
+			ShortNames: []string{"rs"}, Categories: []string{"all"}, Subresources: []string{"scale", "status"}, HasSpec: true,
+			New: obj[appsv1.ReplicaSet](), NewList: obj[appsv1.ReplicaSetList]()},
+		{GroupVersion: apps, Name: "statefulsets", SingularName: "statefulset", Kind: "StatefulSet", Namespaced: true,
+			ShortNames: []string{"sts"}, Categories: []string{"all"}, Subresources: []string{"scale", "status"}, HasSpec: true,
+			New: obj[appsv1.StatefulSet](), NewList: obj[appsv1.StatefulSetList]()},
+		{GroupVersion: apps, Name: "daemonsets", SingularName: "daemonset", Kind: "DaemonSet", Namespaced: true,
+			ShortNames: []string{"ds"}, Categories: []string{"all"}, Subresources: []string{"status"}, HasSpec: true,
+			New: obj[appsv1.DaemonSet](), NewList: obj[appsv1.DaemonSetList]()},
+		{GroupVersion: eventsv1.SchemeGroupVersion, Name: "events", SingularName: "event", Kind: "Event", Namespaced: true,
+			ShortNames: []string{"ev"}, New: obj[eventsv1.Event](), NewList: obj[eventsv1.EventList]()},
+		{GroupVersion: coordinationv1.SchemeGroupVersion, Name: "leases", SingularName: "lease", Kind: "Lease", Namespaced: true,
+			HasSpec: true, New: obj[coordinationv1.Lease](), NewList: obj[coordinationv1.LeaseList](),
+			Columns: leaseColumns, Cells: leaseCells},
+	}
+}
