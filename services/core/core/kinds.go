@@ -282,4 +282,3 @@ func leaseCells(o runtime.Object) []any {
 	}
 	return []any{holder, registry.AgeCell(o)}
 }
-

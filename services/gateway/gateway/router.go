@@ -103,6 +103,9 @@ func (rt *router) complete() bool {
 func invoke[T any](ctx context.Context, rt *router, gv string, fn func(ctx context.Context, conn grpc.ClientConnInterface) (T, error)) (T, error) {
 	var zero T
 	skipService := ""
+	// unavailable is the last Unavailable answer: if no delegate serves the request, an
+	// unreachable one might have, so the answer is 503, not the end of the chain's 404.
+	var unavailable error
 	for _, t := range rt.plan(gv) {
 		if t.service == skipService {
 			continue
@@ -119,10 +122,14 @@ func invoke[T any](ctx context.Context, rt *router, gv string, fn func(ctx conte
 			skipService = t.service
 			continue
 		case status.Code(err) == codes.Unavailable && ctx.Err() == nil:
+			unavailable = err
 			continue // try another replica of the same service
 		default:
 			return zero, err
 		}
+	}
+	if unavailable != nil {
+		return zero, unavailable
 	}
 	if !rt.complete() {
 		return zero, errChainIncomplete
