@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// kc runs kubectl against the server and fails the test on error.
+type kc struct {
+	t          *testing.T
+	kubeconfig string
+}
+
+func (k kc) run(args ...string) string {
+	k.t.Helper()
+	out, err := kubectl(k.t, k.kubeconfig, args...)
+	require.NoError(k.t, err, "kubectl %s:\n%s", strings.Join(args, " "), out)
+	return out
+}
+
+func (k kc) fails(args ...string) string {
+	k.t.Helper()
+	out, err := kubectl(k.t, k.kubeconfig, args...)
+	require.Error(k.t, err, "kubectl %s should fail:\n%s", strings.Join(args, " "), out)
+	return out
+}
+
+// An unmodified kubectl drives the core resources through the gateway.
+func TestKubectlCoreResources(t *testing.T) {
+	c, _ := startAllInOne(t)
+	k := kc{t: t, kubeconfig: filepath.Join(c.data, "admin.kubeconfig")}
+
+	out := k.run("get", "ns")
+	for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+		assert.Contains(t, out, ns)
+	}
+	out = k.run("api-resources")
+	for _, want := range []string{"configmaps", "cm", "namespaces", "deployments", "leases"} {
+		assert.Contains(t, out, want)
+	}
+
+	k.run("create", "namespace", "demo")
+	k.run("create", "configmap", "c1", "-n", "demo", "--from-literal=a=b")
+	k.run("create", "secret", "generic", "s1", "-n", "demo", "--from-literal=p=q")
+	out = k.run("get", "cm", "-n", "demo")
+	assert.Regexp(t, `(?m)^NAME\s+DATA\s+AGE$`, out)
+	assert.Regexp(t, `(?m)^c1\s+1\s+\d+s$`, out)
+	out = k.run("get", "secret", "s1", "-n", "demo", "-o", "wide")
+	assert.Regexp(t, `s1\s+Opaque\s+1`, out)
+	out = k.run("get", "cm", "c1", "-n", "demo", "-o", "yaml")
+	assert.Contains(t, out, "kind: ConfigMap")
+	assert.Regexp(t, `resourceVersion: "\d+"`, out)
+	assert.Regexp(t, `uid: [0-9a-f-]{36}`, out)
+	out = k.run("get", "cm", "c1", "-n", "demo", "-o", "jsonpath={.data.a}")
+	assert.Equal(t, "b", out)
+
+	// Creating an existing name is a 409 AlreadyExists; in a missing namespace a 404.
+	out = k.fails("create", "configmap", "c1", "-n", "demo", "--from-literal=a=b")
+	assert.Contains(t, out, `configmaps "c1" already exists`)
+	out = k.fails("create", "configmap", "c1", "-n", "nowhere", "--from-literal=a=b")
+	assert.Contains(t, out, `namespaces "nowhere" not found`)
+	out = k.fails("create", "configmap", "Bad_Name", "-n", "demo")
+	assert.Contains(t, out, "a lowercase RFC 1123 subdomain")
+
+	// Patches of every kind, labels and annotations.
+	k.run("patch", "cm", "c1", "-n", "demo", "--type=merge", "-p", `{"data":{"m":"1"}}`)
+	k.run("patch", "cm", "c1", "-n", "demo", "--type=json", "-p", `[{"op":"add","path":"/data/j","value":"2"}]`)
+	k.run("patch", "cm", "c1", "-n", "demo", "-p", `{"data":{"s":"3"}}`)
+	k.run("label", "cm", "c1", "-n", "demo", "tier=web")
+	k.run("annotate", "cm", "c1", "-n", "demo", "note=hi")
+	out = k.run("get", "cm", "-n", "demo", "-l", "tier=web", "-o", "jsonpath={.items[*].data}")
+	assert.JSONEq(t, `{"a":"b","j":"2","m":"1","s":"3"}`, out)
+	out = k.run("get", "cm", "-n", "demo", "--field-selector", "metadata.name=c1", "-o", "name")
+	assert.Equal(t, "configmap/c1\n", out)
+
+	// Immutable configmaps refuse data changes.
+	k.run("create", "configmap", "frozen", "-n", "demo", "--from-literal=a=b")
+	k.run("patch", "cm", "frozen", "-n", "demo", "--type=merge", "-p", `{"immutable":true}`)
+	out = k.fails("patch", "cm", "frozen", "-n", "demo", "--type=merge", "-p", `{"data":{"a":"c"}}`)
+	assert.Contains(t, out, "field is immutable when `immutable` is set")
+
+	// get -w sees live events.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	watch := exec.CommandContext(ctx, "kubectl", "--kubeconfig", k.kubeconfig, "get", "cm", "-n", "demo", "-w", "--output-watch-events")
+	stdout, err := watch.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, watch.Start())
+	lines := make(chan string, 100)
+	go func() {
+		s := bufio.NewScanner(stdout)
+		for s.Scan() {
+			lines <- s.Text()
+		}
+		close(lines)
+	}()
+	waitLine := func(want ...string) {
+		t.Helper()
+		for {
+			select {
+			case l, ok := <-lines:
+				require.True(t, ok, "watch ended before %v", want)
+				if containsAll(l, want) {
+					return
+				}
+			case <-ctx.Done():
+				t.Fatalf("no watch line with %v", want)
+			}
+		}
+	}
+	waitLine("ADDED", "c1") // the initial list
+	k.run("create", "configmap", "live", "-n", "demo", "--from-literal=a=1")
+	waitLine("ADDED", "live")
+	k.run("patch", "cm", "live", "-n", "demo", "-p", `{"data":{"b":"2"}}`)
+	waitLine("MODIFIED", "live", "2")
+	k.run("delete", "cm", "live", "-n", "demo")
+	waitLine("DELETED", "live")
+	_ = watch.Process.Kill()
+	_ = watch.Wait()
+
+	// Deleting a namespace deletes its content, then the namespace.
+	k.run("delete", "namespace", "demo", "--wait=false")
+	k.run("wait", "--for=delete", "namespace/demo", "--timeout=30s")
+	out = k.run("get", "cm", "-A")
+	assert.NotContains(t, out, "c1")
+	k.fails("get", "ns", "demo")
+}
