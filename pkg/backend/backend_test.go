@@ -3,6 +3,8 @@ package backend
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"io"
 	"log/slog"
 	"net"
@@ -20,6 +22,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -202,7 +205,15 @@ func checkHandshakes(t *testing.T, b *Backend, pki *certs.PKI) {
 // TestAdmit covers the interceptor's bookkeeping without a network.
 func TestAdmit(t *testing.T) {
 	b := &Backend{Server: server.New("core", server.DefaultOptions(), discardLog())}
-	ctx := context.Background()
+	ctx := peerWithCN(t, caller.GatewayCommonName)
+
+	_, _, err := b.admit(peerWithCN(t, "kubernetes-admin"), "/apichain.resource.v1.ResourceService/Get")
+	assert.Equal(t, codes.PermissionDenied, status.Code(err), "only the gateway may call")
+	_, _, err = b.admit(context.Background(), "/apichain.discovery.v1.DiscoveryService/ListServed")
+	assert.Equal(t, codes.PermissionDenied, status.Code(err), "a peer without a certificate may not call")
+	_, done, err := b.admit(peerWithCN(t, "kubernetes-admin"), "/grpc.health.v1.Health/Check")
+	require.NoError(t, err, "health probes are public")
+	done()
 
 	ctx2, done, err := b.admit(ctx, "/apichain.resource.v1.ResourceService/Get")
 	require.NoError(t, err)
@@ -243,4 +254,18 @@ func TestAdvertise(t *testing.T) {
 
 	osHostname = func() (string, error) { return "", io.EOF }
 	assert.Equal(t, "127.0.0.1:9090", advertise("", &net.TCPAddr{IP: net.IPv4zero, Port: 9090}))
+}
+
+// peerWithCN is a gRPC peer context whose verified client certificate has CN cn.
+func peerWithCN(t *testing.T, cn string) context.Context {
+	t.Helper()
+	ca, err := certs.NewCA("test-ca", time.Hour)
+	require.NoError(t, err)
+	certPEM, _, err := ca.IssueClient(cn, nil, time.Hour)
+	require.NoError(t, err)
+	block, _ := pem.Decode(certPEM)
+	leaf, err := x509.ParseCertificate(block.Bytes)
+	require.NoError(t, err)
+	info := credentials.TLSInfo{State: tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf, ca.Cert}}}}
+	return peer.NewContext(context.Background(), &peer.Peer{AuthInfo: info})
 }

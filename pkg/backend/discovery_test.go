@@ -16,8 +16,10 @@ import (
 )
 
 // testServed is a small core-like server: the legacy group plus two groups, apps with two
-// versions (v1 preferred) and autoscaling listed v2 before v1 (v2 preferred).
+// versions (v1 preferred) and autoscaling listed v2 before v1 (v2 preferred), and a group
+// with no resources yet.
 func testServed() []*discoveryv1.GroupVersion {
+	hpa := []*discoveryv1.Resource{{Name: "horizontalpodautoscalers", Namespaced: true, Kind: "HorizontalPodAutoscaler", Verbs: []string{"get"}}}
 	return []*discoveryv1.GroupVersion{
 		{Group: "", Version: "v1", Resources: []*discoveryv1.Resource{
 			{Name: "pods", SingularName: "pod", Namespaced: true, Kind: "Pod", Verbs: []string{"list", "get", "create", "delete"},
@@ -27,9 +29,10 @@ func testServed() []*discoveryv1.GroupVersion {
 		{Group: "apps", Version: "v1", Resources: []*discoveryv1.Resource{
 			{Name: "deployments", SingularName: "deployment", Namespaced: true, Kind: "Deployment", Verbs: []string{"watch", "get"}},
 		}},
-		{Group: "autoscaling", Version: "v2"},
-		{Group: "apps", Version: "v1beta1"},
-		{Group: "autoscaling", Version: "v1"},
+		{Group: "empty.example.com", Version: "v1"},
+		{Group: "autoscaling", Version: "v2", Resources: hpa},
+		{Group: "apps", Version: "v1beta1", Resources: []*discoveryv1.Resource{{Name: "deployments", Namespaced: true, Kind: "Deployment"}}},
+		{Group: "autoscaling", Version: "v1", Resources: hpa},
 	}
 }
 
@@ -107,9 +110,9 @@ func TestDiscoveryAPIResourceList(t *testing.T) {
 	})
 
 	t.Run("served version without resources lists none, not null", func(t *testing.T) {
-		data, err := getDocument(t, d, "/apis/autoscaling/v2")
+		data, err := getDocument(t, d, "/apis/empty.example.com/v1")
 		require.NoError(t, err)
-		assert.JSONEq(t, `{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"autoscaling/v2","resources":[]}`, string(data))
+		assert.JSONEq(t, `{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"empty.example.com/v1","resources":[]}`, string(data))
 	})
 
 	t.Run("verbs are not sorted in place", func(t *testing.T) {
@@ -162,7 +165,7 @@ func TestDiscoveryAPIGroupList(t *testing.T) {
 			got := decode[metav1.APIGroupList](t, data)
 			assert.Equal(t, "APIGroupList", got.Kind)
 			assert.Equal(t, "v1", got.APIVersion)
-			require.Len(t, got.Groups, 2, "the legacy group is not listed under /apis")
+			require.Len(t, got.Groups, 2, "neither the legacy group nor a group without resources is listed under /apis")
 			assert.Equal(t, "apps", got.Groups[0].Name, "groups in served order")
 			assert.Equal(t, "apps/v1", got.Groups[0].PreferredVersion.GroupVersion)
 			assert.Len(t, got.Groups[0].Versions, 2)
@@ -171,6 +174,18 @@ func TestDiscoveryAPIGroupList(t *testing.T) {
 			assert.Equal(t, "autoscaling/v2", got.Groups[1].Versions[0].GroupVersion, "preferred version first")
 		})
 	}
+
+	t.Run("a group is listed once a version has resources", func(t *testing.T) {
+		d := NewDiscovery([]*discoveryv1.GroupVersion{
+			{Group: "g.example.com", Version: "v2"},
+			{Group: "g.example.com", Version: "v1", Resources: []*discoveryv1.Resource{{Name: "things", Kind: "Thing"}}},
+		})
+		data, err := getDocument(t, d, "/apis")
+		require.NoError(t, err)
+		got := decode[metav1.APIGroupList](t, data)
+		require.Len(t, got.Groups, 1)
+		assert.Equal(t, "g.example.com", got.Groups[0].Name)
+	})
 
 	t.Run("only the legacy group: empty list, not null", func(t *testing.T) {
 		data, err := getDocument(t, NewDiscovery([]*discoveryv1.GroupVersion{{Version: "v1"}}), "/apis")
@@ -209,7 +224,7 @@ func TestDiscoveryNotServed(t *testing.T) {
 func TestDiscoveryServedNamesAndListServed(t *testing.T) {
 	served := testServed()
 	d := NewDiscovery(served)
-	assert.Equal(t, []string{"v1", "apps/v1", "autoscaling/v2", "apps/v1beta1", "autoscaling/v1"}, d.ServedNames())
+	assert.Equal(t, []string{"v1", "apps/v1", "empty.example.com/v1", "autoscaling/v2", "apps/v1beta1", "autoscaling/v1"}, d.ServedNames())
 
 	resp, err := d.ListServed(context.Background(), &discoveryv1.ListServedRequest{})
 	require.NoError(t, err)

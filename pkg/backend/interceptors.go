@@ -20,8 +20,18 @@ var longRunning = map[string]bool{
 	"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": true,
 }
 
-// admit counts the request for draining and attaches the gateway's caller identity.
+// publicMethods may be called by any peer with a certificate from the CA (probes).
+var publicMethods = map[string]bool{
+	"/grpc.health.v1.Health/Check": true,
+	"/grpc.health.v1.Health/Watch": true,
+}
+
+// admit accepts only the gateway (probes aside), counts the request for draining and attaches
+// the gateway's caller identity.
 func (b *Backend) admit(ctx context.Context, method string) (context.Context, func(), error) {
+	if !publicMethods[method] && !caller.IsGateway(ctx) {
+		return nil, nil, status.Error(codes.PermissionDenied, "backends accept only the gateway's client certificate")
+	}
 	c, err := caller.FromIncoming(ctx)
 	if err != nil {
 		return nil, nil, status.Error(codes.PermissionDenied, err.Error())

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -18,13 +17,13 @@ import (
 
 var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
-// deleteOptions reads the optional DeleteOptions body.
-func deleteOptions(body *resourcev1.Body) (*metav1.DeleteOptions, error) {
+// deleteOptions reads the optional DeleteOptions body (JSON, YAML or protobuf).
+func (h *Handler) deleteOptions(r *Resource, body *resourcev1.Body) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
 	if len(body.GetData()) == 0 {
 		return opts, nil
 	}
-	if err := json.Unmarshal(body.GetData(), opts); err != nil {
+	if err := h.scheme.decode(body.GetData(), body.GetContentType(), opts, r.GroupVersion.WithKind("DeleteOptions"), false); err != nil {
 		return nil, apierrors.NewBadRequest("invalid DeleteOptions: " + err.Error())
 	}
 	if opts.PropagationPolicy != nil {
@@ -53,7 +52,7 @@ func (h *Handler) Delete(ctx context.Context, req *resourcev1.DeleteRequest) (*r
 	if err != nil {
 		return nil, toGRPC(err)
 	}
-	opts, err := deleteOptions(req.GetBody())
+	opts, err := h.deleteOptions(r, req.GetBody())
 	if err != nil {
 		return nil, toGRPC(err)
 	}
@@ -160,7 +159,7 @@ func (h *Handler) DeleteCollection(ctx context.Context, req *resourcev1.DeleteCo
 	if err != nil {
 		return nil, toGRPC(err)
 	}
-	opts, err := deleteOptions(req.GetBody())
+	opts, err := h.deleteOptions(r, req.GetBody())
 	if err != nil {
 		return nil, toGRPC(err)
 	}

@@ -53,7 +53,8 @@ func (h *Handler) Watch(req *resourcev1.WatchRequest, stream grpc.ServerStreamin
 		sel.fields = fields.AndSelectors(sel.fields, fields.OneTermEqualSelector("metadata.name", name))
 	}
 	w := &watcher{h: h, r: r, sel: sel, out: out, stream: stream, first: true}
-	if err := stream.Send(&resourcev1.WatchResponse{}); err != nil { // established
+	// Established: the empty type says so, and the content type tells the gateway how to frame.
+	if err := stream.Send(&resourcev1.WatchResponse{Object: &resourcev1.Body{ContentType: out.contentType()}}); err != nil {
 		return err
 	}
 

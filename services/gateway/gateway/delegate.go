@@ -235,21 +235,18 @@ func (g *Gateway) serveWatch(ctx context.Context, w http.ResponseWriter, r *http
 		writeDelegationError(w, err)
 		return
 	}
-	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "application/json")
+	frame := watchFramer(o.first.GetObject().GetContentType())
+	w.Header().Set("Content-Type", frame.contentType)
 	w.Header().Set("Transfer-Encoding", "chunked")
 	w.WriteHeader(http.StatusOK)
-	ev := o.first
-	for {
+	flusher, _ := w.(http.Flusher)
+	for ev := o.first; ; {
 		if ev.GetType() != "" {
-			line, err := json.Marshal(struct {
-				Type   string          `json:"type"`
-				Object json.RawMessage `json:"object"`
-			}{ev.GetType(), ev.GetObject().GetData()})
+			data, err := frame.encode(ev)
 			if err != nil {
 				return
 			}
-			if _, err := w.Write(append(line, '\n')); err != nil {
+			if _, err := w.Write(data); err != nil {
 				return
 			}
 		}

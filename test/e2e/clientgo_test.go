@@ -1,0 +1,241 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+func clientset(t *testing.T, c *client) *kubernetes.Clientset {
+	t.Helper()
+	cfg := *c.config
+	cfg.QPS, cfg.Burst = 500, 1000
+	cs, err := kubernetes.NewForConfig(&cfg)
+	require.NoError(t, err)
+	return cs
+}
+
+func createNamespace(t *testing.T, cs kubernetes.Interface, name string) {
+	t.Helper()
+	_, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// Typed clientset CRUD with kube's metadata and concurrency rules.
+func TestClientGoCRUD(t *testing.T) {
+	c, _ := startAllInOne(t)
+	cs := clientset(t, c)
+	ctx := context.Background()
+	createNamespace(t, cs, "crud")
+	cms := cs.CoreV1().ConfigMaps("crud")
+
+	created, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "gen-", Labels: map[string]string{"app": "x"}},
+		Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.Regexp(t, `^gen-[a-z0-9]{5}$`, created.Name)
+	assert.NotEmpty(t, created.UID)
+	assert.NotEmpty(t, created.ResourceVersion)
+	assert.False(t, created.CreationTimestamp.IsZero())
+
+	got, err := cms.Get(ctx, created.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, created.ResourceVersion, got.ResourceVersion)
+
+	got.Data["k"] = "v2"
+	updated, err := cms.Update(ctx, got, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	assert.NotEqual(t, got.ResourceVersion, updated.ResourceVersion)
+
+	// A stale resourceVersion is a conflict.
+	got.Data["k"] = "stale"
+	_, err = cms.Update(ctx, got, metav1.UpdateOptions{})
+	assert.True(t, apierrors.IsConflict(err), "%v", err)
+
+	patched, err := cms.Patch(ctx, created.Name, types.MergePatchType, []byte(`{"data":{"p":"1"}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"k": "v2", "p": "1"}, patched.Data)
+
+	// dryRun writes nothing.
+	_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dry"}}, metav1.CreateOptions{DryRun: []string{"All"}})
+	require.NoError(t, err)
+	_, err = cms.Get(ctx, "dry", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err))
+
+	// Finalizers hold deletion; removing the last one completes it.
+	fin, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{"example.com/hold"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, cms.Delete(ctx, fin.Name, metav1.DeleteOptions{}))
+	held, err := cms.Get(ctx, "held", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.NotNil(t, held.DeletionTimestamp)
+	_, err = cms.Patch(ctx, "held", types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	_, err = cms.Get(ctx, "held", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "%v", err)
+
+	// Delete preconditions.
+	wrongUID := types.UID("not-the-uid")
+	err = cms.Delete(ctx, created.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &wrongUID}})
+	assert.True(t, apierrors.IsConflict(err), "%v", err)
+	require.NoError(t, cms.Delete(ctx, created.Name, metav1.DeleteOptions{}))
+	_, err = cms.Get(ctx, created.Name, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err))
+
+}
+
+// Pagination over 1,000 objects gives a consistent snapshot across pages.
+func TestClientGoPagination(t *testing.T) {
+	c, _ := startAllInOne(t)
+	cs := clientset(t, c)
+	ctx := context.Background()
+	createNamespace(t, cs, "pages")
+	cms := cs.CoreV1().ConfigMaps("pages")
+	var wg sync.WaitGroup
+	errs := make(chan error, 1000)
+	work := make(chan int)
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%04d", i)}}, metav1.CreateOptions{})
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for i := 0; i < 1000; i++ {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+
+	var names []string
+	opts := metav1.ListOptions{Limit: 100}
+	pages := 0
+	for {
+		list, err := cms.List(ctx, opts)
+		require.NoError(t, err)
+		pages++
+		for _, cm := range list.Items {
+			names = append(names, cm.Name)
+		}
+		if pages == 1 {
+			require.NotNil(t, list.RemainingItemCount)
+			assert.EqualValues(t, 900, *list.RemainingItemCount)
+			// Written after the first page: not part of this list's snapshot.
+			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm-9999-late"}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+		if list.Continue == "" {
+			break
+		}
+		opts.Continue = list.Continue
+	}
+	assert.Equal(t, 10, pages)
+	require.Len(t, names, 1000)
+	for i, n := range names {
+		assert.Equal(t, fmt.Sprintf("cm-%04d", i), n)
+	}
+	all, err := cms.List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Len(t, all.Items, 1001)
+
+	_, err = cms.List(ctx, metav1.ListOptions{Limit: 10, Continue: "not-a-token"})
+	assert.True(t, apierrors.IsBadRequest(err), "%v", err)
+}
+
+// An informer sees adds, updates and deletes.
+func TestClientGoInformer(t *testing.T) {
+	c, _ := startAllInOne(t)
+	cs := clientset(t, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	createNamespace(t, cs, "inf")
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("inf"))
+	inf := factory.Core().V1().ConfigMaps().Informer()
+	var added, updated, deleted atomic.Int32
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { added.Add(1) },
+		UpdateFunc: func(any, any) { updated.Add(1) },
+		DeleteFunc: func(any) { deleted.Add(1) },
+	})
+	require.NoError(t, err)
+	factory.Start(ctx.Done())
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), inf.HasSynced))
+
+	cms := cs.CoreV1().ConfigMaps("inf")
+	for i := 0; i < 5; i++ {
+		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("i%d", i)}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	_, err = cms.Patch(ctx, "i0", types.MergePatchType, []byte(`{"data":{"x":"y"}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	require.NoError(t, cms.Delete(ctx, "i1", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool { return added.Load() == 5 && updated.Load() >= 1 && deleted.Load() == 1 },
+		15*time.Second, 20*time.Millisecond, "added=%d updated=%d deleted=%d", added.Load(), updated.Load(), deleted.Load())
+	assert.Len(t, inf.GetStore().List(), 4)
+}
+
+// Leader election with Leases between two candidates: one leads; when it steps down the
+// other takes over.
+func TestClientGoLeaderElection(t *testing.T) {
+	c, _ := startAllInOne(t)
+	cs := clientset(t, c)
+	var leader atomic.Value
+	leader.Store("")
+	run := func(ctx context.Context, id string, stopped chan<- struct{}) {
+		lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Name: "elect", Namespace: "default"}, Client: cs.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: id}}
+		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+			Lock: lock, ReleaseOnCancel: true, LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(context.Context) { leader.Store(id) },
+				OnStoppedLeading: func() {},
+			},
+		})
+		close(stopped)
+	}
+	ctxA, cancelA := context.WithCancel(context.Background())
+	ctxB, cancelB := context.WithCancel(context.Background())
+	defer cancelB()
+	stoppedA, stoppedB := make(chan struct{}), make(chan struct{})
+	go run(ctxA, "a", stoppedA)
+	require.Eventually(t, func() bool { return leader.Load() == "a" }, 15*time.Second, 20*time.Millisecond)
+	go run(ctxB, "b", stoppedB)
+
+	lease, err := cs.CoordinationV1().Leases("default").Get(context.Background(), "elect", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "a", *lease.Spec.HolderIdentity)
+
+	cancelA()
+	<-stoppedA
+	require.Eventually(t, func() bool { return leader.Load() == "b" }, 15*time.Second, 20*time.Millisecond)
+	var l *coordinationv1.Lease
+	l, err = cs.CoordinationV1().Leases("default").Get(context.Background(), "elect", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "b", *l.Spec.HolderIdentity)
+	cancelB()
+	<-stoppedB
+}
