@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
+	"github.com/apichain/apichain/pkg/discovery"
 	"github.com/apichain/apichain/pkg/rpcstatus"
 	"google.golang.org/genproto/googleapis/api/httpbody"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,7 +47,15 @@ func (d *Discovery) ListServed(context.Context, *discoveryv1.ListServedRequest) 
 
 // GetDocument returns this server's discovery documents by path.
 func (d *Discovery) GetDocument(_ context.Context, req *discoveryv1.GetDocumentRequest) (*httpbody.HttpBody, error) {
-	doc, ok := d.document(strings.TrimSuffix(req.GetPath(), "/"))
+	path := strings.TrimSuffix(req.GetPath(), "/")
+	if (path == "/api" || path == "/apis") && discovery.WantsAggregated(req.GetAccept()) {
+		data, err := json.Marshal(d.aggregated(path == "/api"))
+		if err != nil {
+			return nil, err
+		}
+		return &httpbody.HttpBody{ContentType: discovery.AggregatedContentType, Data: data}, nil
+	}
+	doc, ok := d.document(path)
 	if !ok {
 		return nil, rpcstatus.NotServed(req.GetPath())
 	}
@@ -155,8 +164,9 @@ func apiResources(r *discoveryv1.Resource) []metav1.APIResource {
 		Verbs: verbs, ShortNames: r.GetShortNames(), Categories: r.GetCategories(),
 	}}
 	for _, sub := range r.GetSubresources() {
+		k := subresourceKind(sub, r.GetKind())
 		out = append(out, metav1.APIResource{Name: r.GetName() + "/" + sub, Namespaced: r.GetNamespaced(),
-			Kind: r.GetKind(), Verbs: []string{"get", "patch", "update"}})
+			Group: k.Group, Version: k.Version, Kind: k.Kind, Verbs: subresourceVerbs(sub)})
 	}
 	return out
 }

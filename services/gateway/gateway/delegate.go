@@ -12,6 +12,7 @@ import (
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/discovery"
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/services/gateway/filters"
@@ -304,8 +305,11 @@ func documentGroupVersion(p string) string {
 	return ""
 }
 
+// serveGroupList merges every service's /apis in chain order: the APIGroupList, or the
+// aggregated APIGroupDiscoveryList when the client asks for it.
 func (g *Gateway) serveGroupList(ctx context.Context, w http.ResponseWriter, r *http.Request, req *discoveryv1.GetDocumentRequest) {
-	list := metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}}
+	aggregated := discovery.WantsAggregated(req.GetAccept())
+	var items []json.RawMessage
 	seen := map[string]bool{}
 	for _, svc := range ChainOrder {
 		t, ok := g.router.anyInstance(svc)
@@ -320,17 +324,51 @@ func (g *Gateway) serveGroupList(ctx context.Context, w http.ResponseWriter, r *
 		if err != nil {
 			continue
 		}
-		var part metav1.APIGroupList
+		var part struct {
+			Groups []json.RawMessage `json:"groups"`
+			Items  []json.RawMessage `json:"items"`
+		}
 		if json.Unmarshal(hb.GetData(), &part) != nil {
 			continue
 		}
-		for _, grp := range part.Groups {
-			if !seen[grp.Name] {
-				seen[grp.Name] = true
-				list.Groups = append(list.Groups, grp)
+		for _, raw := range append(part.Groups, part.Items...) {
+			var named struct {
+				Name     string `json:"name"`
+				Metadata struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+			}
+			if json.Unmarshal(raw, &named) != nil {
+				continue
+			}
+			name := named.Name + named.Metadata.Name
+			if !seen[name] {
+				seen[name] = true
+				items = append(items, raw)
 			}
 		}
 	}
-	data, _ := json.Marshal(list)
-	writeBody(w, http.StatusOK, &resourcev1.Body{ContentType: "application/json", Data: data})
+	if items == nil {
+		items = []json.RawMessage{}
+	}
+	var doc any
+	contentType := "application/json"
+	if aggregated {
+		contentType = discovery.AggregatedContentType
+		doc = struct {
+			Kind       string            `json:"kind"`
+			APIVersion string            `json:"apiVersion"`
+			Metadata   struct{}          `json:"metadata"`
+			Items      []json.RawMessage `json:"items"`
+		}{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2", Items: items}
+	} else {
+		doc = struct {
+			Kind       string            `json:"kind"`
+			APIVersion string            `json:"apiVersion"`
+			Groups     []json.RawMessage `json:"groups"`
+		}{Kind: "APIGroupList", APIVersion: "v1", Groups: items}
+	}
+	data, _ := json.Marshal(doc)
+	w.Header().Set("Vary", "Accept")
+	writeBody(w, http.StatusOK, &resourcev1.Body{ContentType: contentType, Data: data})
 }

@@ -1,0 +1,22 @@
+// Package discovery holds what the gateway and the backends share about kube discovery.
+package discovery
+
+import "strings"
+
+// AggregatedContentType is the media type of aggregated discovery (apidiscovery.k8s.io/v2).
+const AggregatedContentType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+// WantsAggregated reports whether an Accept header asks for aggregated discovery v2 before
+// anything else it accepts, as kubectl and client-go do.
+func WantsAggregated(accept string) bool {
+	for _, clause := range strings.Split(accept, ",") {
+		c := strings.ReplaceAll(strings.TrimSpace(clause), " ", "")
+		if strings.Contains(c, "as=APIGroupDiscoveryList") && strings.Contains(c, "g=apidiscovery.k8s.io") && strings.Contains(c, "v=v2") && !strings.Contains(c, "v=v2beta1") {
+			return true
+		}
+		if strings.HasPrefix(c, "application/json") || strings.HasPrefix(c, "*/*") {
+			return false
+		}
+	}
+	return false
+}
