@@ -35,6 +35,9 @@ func (h *Handler) lookup(ref *resourcev1.ResourceRef, allowSub ...string) (*Reso
 	if !ok {
 		return nil, rpcstatus.NotServed(gvr.String())
 	}
+	if r.Review {
+		return nil, apierrors.NewMethodNotSupported(r.GroupResource(), "this review is answered by the gateway")
+	}
 	if sub := ref.GetSubresource(); sub != "" {
 		allowed := false
 		for _, a := range allowSub {

@@ -46,6 +46,9 @@ type Resource struct {
 	PendingDeletion func(obj runtime.Object) bool
 	// OnDeletionStart changes an object when its deletion starts (a namespace goes Terminating).
 	OnDeletionStart func(obj runtime.Object)
+	// Review marks a create-only review API (TokenReview, SubjectAccessReview, ...) that the
+	// gateway answers from the identity and authorizer it applied; the backend only lists it.
+	Review bool
 	// HasSpec tells whether the kind has a spec, so generation bumps on spec changes and the
 	// status subresource updates only status.
 	HasSpec bool
@@ -63,6 +66,9 @@ func (r *Resource) GroupResource() schema.GroupResource {
 
 // Verbs are the verbs served on the resource.
 func (r *Resource) Verbs() []string {
+	if r.Review {
+		return []string{"create"}
+	}
 	return []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 }
 

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -238,4 +242,32 @@ func TestClientGoLeaderElection(t *testing.T) {
 	assert.Equal(t, "b", *l.Spec.HolderIdentity)
 	cancelB()
 	<-stoppedB
+}
+
+// TokenReview and SubjectAccessReview let aggregated API servers delegate to apichain.
+func TestClientGoReviews(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	require.NoError(t, os.WriteFile(tokens, []byte("review-token,alice,1001,\"devs,ops\"\n"), 0o600))
+	c, _ := startAllInOne(t, "--token-auth-file", tokens)
+	cs := clientset(t, c)
+	ctx := context.Background()
+
+	tr, err := cs.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "review-token"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.True(t, tr.Status.Authenticated)
+	assert.Equal(t, "alice", tr.Status.User.Username)
+	assert.Equal(t, []string{"devs", "ops", "system:authenticated"}, tr.Status.User.Groups)
+
+	tr, err = cs.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "wrong"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.False(t, tr.Status.Authenticated)
+
+	sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "alice", ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "configmaps", Namespace: "default"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.True(t, sar.Status.Allowed, "AlwaysAllow")
+
+	ssr, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "kubernetes-admin", ssr.Status.UserInfo.Username)
 }

@@ -126,6 +126,12 @@ func TestKubectlCoreResources(t *testing.T) {
 	_ = watch.Process.Kill()
 	_ = watch.Wait()
 
+	// Who am I and what may I do, answered by the gateway that authenticated the request.
+	out = k.run("auth", "whoami")
+	assert.Regexp(t, `Username\s+kubernetes-admin`, out)
+	assert.Contains(t, out, "system:masters")
+	assert.Equal(t, "yes\n", k.run("auth", "can-i", "create", "configmaps", "-n", "demo"))
+
 	// Deleting a namespace deletes its content, then the namespace.
 	k.run("delete", "namespace", "demo", "--wait=false")
 	k.run("wait", "--for=delete", "namespace/demo", "--timeout=30s")

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"strings"
+
 	"github.com/apichain/apichain/pkg/registry"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -10,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // NewScheme is core's type registry: the k8s.io/api groups it serves.
@@ -68,8 +71,19 @@ func Resources() []*registry.Resource {
 			New: obj[appsv1.DaemonSet](), NewList: obj[appsv1.DaemonSetList]()},
 		{GroupVersion: eventsv1.SchemeGroupVersion, Name: "events", SingularName: "event", Kind: "Event", Namespaced: true,
 			ShortNames: []string{"ev"}, New: obj[eventsv1.Event](), NewList: obj[eventsv1.EventList]()},
+		review(authenticationv1.SchemeGroupVersion, "selfsubjectreviews", "SelfSubjectReview", false, obj[authenticationv1.SelfSubjectReview]()),
+		review(authenticationv1.SchemeGroupVersion, "tokenreviews", "TokenReview", false, obj[authenticationv1.TokenReview]()),
+		review(authorizationv1.SchemeGroupVersion, "localsubjectaccessreviews", "LocalSubjectAccessReview", true, obj[authorizationv1.LocalSubjectAccessReview]()),
+		review(authorizationv1.SchemeGroupVersion, "selfsubjectaccessreviews", "SelfSubjectAccessReview", false, obj[authorizationv1.SelfSubjectAccessReview]()),
+		review(authorizationv1.SchemeGroupVersion, "selfsubjectrulesreviews", "SelfSubjectRulesReview", false, obj[authorizationv1.SelfSubjectRulesReview]()),
+		review(authorizationv1.SchemeGroupVersion, "subjectaccessreviews", "SubjectAccessReview", false, obj[authorizationv1.SubjectAccessReview]()),
 		{GroupVersion: coordinationv1.SchemeGroupVersion, Name: "leases", SingularName: "lease", Kind: "Lease", Namespaced: true,
 			HasSpec: true, New: obj[coordinationv1.Lease](), NewList: obj[coordinationv1.LeaseList](),
 			Columns: leaseColumns, Cells: leaseCells},
 	}
+}
+
+func review(gv schema.GroupVersion, name, kind string, namespaced bool, newObj func() runtime.Object) *registry.Resource {
+	return &registry.Resource{GroupVersion: gv, Name: name, SingularName: strings.ToLower(kind), Kind: kind,
+		Namespaced: namespaced, Review: true, New: newObj}
 }

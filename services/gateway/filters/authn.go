@@ -47,7 +47,7 @@ func WithAuthentication(next http.Handler, a Authentication, log *slog.Logger) h
 			}
 			if ok {
 				r.Header.Del("Authorization")
-				next.ServeHTTP(w, r.WithContext(WithUser(r.Context(), withAuthenticatedGroup(u))))
+				next.ServeHTTP(w, r.WithContext(WithUser(r.Context(), WithAuthenticatedGroup(u))))
 				return
 			}
 		}
@@ -77,10 +77,10 @@ func anonymousAllowed(path string, allowed []string) bool {
 	return false
 }
 
-// withAuthenticatedGroup adds system:authenticated as kube's AuthenticatedGroupAdder does:
+// WithAuthenticatedGroup adds system:authenticated as kube's AuthenticatedGroupAdder does:
 // not to system:anonymous, nor to a user already in system:authenticated or
 // system:unauthenticated. It returns a copy; the authenticator's user is not modified.
-func withAuthenticatedGroup(u *User) *User {
+func WithAuthenticatedGroup(u *User) *User {
 	if u.Name == Anonymous || slices.Contains(u.Groups, AllAuthenticated) || slices.Contains(u.Groups, AllUnauthenticated) {
 		return u
 	}

@@ -182,7 +182,7 @@ func TestWithAuthenticatedGroup(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := append([]string(nil), tc.in.Groups...)
-			got := withAuthenticatedGroup(tc.in)
+			got := WithAuthenticatedGroup(tc.in)
 			assert.Equal(t, tc.want, got.Groups)
 			assert.Equal(t, tc.same, got == tc.in)
 			assert.Equal(t, before, tc.in.Groups, "the input user is not modified")

@@ -28,6 +28,8 @@ func (g *Gateway) serveDelegated(w http.ResponseWriter, r *http.Request) {
 	info, _ := requestinfo.From(r.Context())
 	ctx := outgoing(r.Context())
 	switch {
+	case isReview(info):
+		g.serveReview(w, r, info)
 	case info != nil && info.IsResourceRequest:
 		g.serveResource(ctx, w, r, info)
 	case r.Method == http.MethodGet && isAPIPath(r.URL.Path):

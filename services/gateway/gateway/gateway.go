@@ -44,6 +44,8 @@ type Gateway struct {
 	instance   lifecycle.Instance
 	metrics    *prometheus.Registry
 	kubeconfig string
+	authn      filters.Authentication
+	authorizer filters.Authorizer
 }
 
 // New builds the gateway and binds its port; the admin kubeconfig is written before serving.
@@ -177,6 +179,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	if g.opts.AnonymousAuth {
 		authn.AnonymousPaths = []string{"/healthz", "/livez", "/readyz", "/version"}
 	}
+	g.authn, g.authorizer = authn, filters.AlwaysAllow{}
 	var retryAfter <-chan struct{}
 	if g.opts.Generic.ShutdownSendRetryAfter {
 		retryAfter = g.Server.Signals().AfterShutdownDelayDuration.Signaled()
@@ -187,7 +190,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 		MaxRequestsInFlight:         g.opts.MaxRequestsInFlight,
 		MaxMutatingRequestsInFlight: g.opts.MaxMutatingRequestsInFlight,
 		Authentication:              authn,
-		Authorizer:                  filters.AlwaysAllow{},
+		Authorizer:                  g.authorizer,
 		HSTSDirectives:              g.opts.HSTSDirectives,
 		InFlight:                    &g.Server.InFlight,
 		RetryAfter:                  retryAfter,

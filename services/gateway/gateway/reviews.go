@@ -1,0 +1,190 @@
+package gateway
+
+import (
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/apichain/apichain/pkg/requestinfo"
+	"github.com/apichain/apichain/services/gateway/filters"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+)
+
+// The gateway owns authentication and authorization, so it answers the review APIs itself
+// (core lists them in discovery): who am I, may I, is this token valid, may this user.
+var reviewScheme, reviewCodecs = func() (*runtime.Scheme, serializer.CodecFactory) {
+	s := runtime.NewScheme()
+	_ = authenticationv1.AddToScheme(s)
+	_ = authorizationv1.AddToScheme(s)
+	return s, serializer.NewCodecFactory(s)
+}()
+
+type reviewKind struct {
+	gvk schema.GroupVersionKind
+	new func() runtime.Object
+}
+
+var reviews = map[schema.GroupVersionResource]reviewKind{
+	authenticationv1.SchemeGroupVersion.WithResource("selfsubjectreviews"):       {authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"), func() runtime.Object { return &authenticationv1.SelfSubjectReview{} }},
+	authenticationv1.SchemeGroupVersion.WithResource("tokenreviews"):             {authenticationv1.SchemeGroupVersion.WithKind("TokenReview"), func() runtime.Object { return &authenticationv1.TokenReview{} }},
+	authorizationv1.SchemeGroupVersion.WithResource("selfsubjectaccessreviews"):  {authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectAccessReview"), func() runtime.Object { return &authorizationv1.SelfSubjectAccessReview{} }},
+	authorizationv1.SchemeGroupVersion.WithResource("subjectaccessreviews"):      {authorizationv1.SchemeGroupVersion.WithKind("SubjectAccessReview"), func() runtime.Object { return &authorizationv1.SubjectAccessReview{} }},
+	authorizationv1.SchemeGroupVersion.WithResource("localsubjectaccessreviews"): {authorizationv1.SchemeGroupVersion.WithKind("LocalSubjectAccessReview"), func() runtime.Object { return &authorizationv1.LocalSubjectAccessReview{} }},
+	authorizationv1.SchemeGroupVersion.WithResource("selfsubjectrulesreviews"):   {authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectRulesReview"), func() runtime.Object { return &authorizationv1.SelfSubjectRulesReview{} }},
+}
+
+// isReview reports whether the request is a review the gateway answers.
+func isReview(info *requestinfo.RequestInfo) bool {
+	if info == nil || !info.IsResourceRequest || info.Verb != "create" || info.Subresource != "" {
+		return false
+	}
+	_, ok := reviews[schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}]
+	return ok
+}
+
+func (g *Gateway) serveReview(w http.ResponseWriter, r *http.Request, info *requestinfo.RequestInfo) {
+	kind := reviews[schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}]
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBodyBytes))
+	if err != nil {
+		filters.WriteError(w, http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge, "request entity too large")
+		return
+	}
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt == "" {
+		mt = runtime.ContentTypeJSON
+	}
+	in, ok := runtime.SerializerInfoForMediaType(reviewCodecs.SupportedMediaTypes(), mt)
+	if !ok {
+		filters.WriteError(w, http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, "unsupported media type "+mt)
+		return
+	}
+	obj := kind.new()
+	gvk := kind.gvk
+	if _, _, err := reviewCodecs.DecoderToVersion(in.Serializer, gvk.GroupVersion()).Decode(data, &gvk, obj); err != nil {
+		filters.WriteStatus(w, &apierrors.NewBadRequest(err.Error()).ErrStatus)
+		return
+	}
+	u, _ := filters.UserFrom(r.Context())
+	if err := g.answerReview(r, u, info, obj); err != nil {
+		filters.WriteStatus(w, &apierrors.NewBadRequest(err.Error()).ErrStatus)
+		return
+	}
+	out := pickOutput(r.Header.Get("Accept"))
+	enc, _ := runtime.SerializerInfoForMediaType(reviewCodecs.SupportedMediaTypes(), out)
+	body, err := runtime.Encode(reviewCodecs.EncoderForVersion(enc.Serializer, gvk.GroupVersion()), obj)
+	if err != nil {
+		filters.WriteStatus(w, &apierrors.NewInternalError(err).ErrStatus)
+		return
+	}
+	w.Header().Set("Content-Type", out)
+	w.WriteHeader(http.StatusCreated)
+	_, _ = w.Write(body)
+}
+
+// pickOutput is protobuf when the client lists it first, JSON otherwise.
+func pickOutput(accept string) string {
+	for _, clause := range splitAccept(accept) {
+		switch clause {
+		case runtime.ContentTypeProtobuf:
+			return runtime.ContentTypeProtobuf
+		case runtime.ContentTypeJSON, "*/*", "application/*":
+			return runtime.ContentTypeJSON
+		}
+	}
+	return runtime.ContentTypeJSON
+}
+
+func splitAccept(accept string) []string {
+	var out []string
+	for _, c := range strings.Split(accept, ",") {
+		if mt, _, err := mime.ParseMediaType(c); err == nil {
+			out = append(out, mt)
+		}
+	}
+	return out
+}
+
+func (g *Gateway) answerReview(r *http.Request, u *filters.User, info *requestinfo.RequestInfo, obj runtime.Object) error {
+	switch o := obj.(type) {
+	case *authenticationv1.SelfSubjectReview:
+		o.Status.UserInfo = userInfo(u)
+	case *authenticationv1.TokenReview:
+		probe, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "/", nil)
+		probe.Header.Set("Authorization", "Bearer "+o.Spec.Token)
+		o.Status = authenticationv1.TokenReviewStatus{}
+		for _, a := range g.authn.Authenticators {
+			tu, ok, err := a.AuthenticateRequest(probe)
+			if err == nil && ok {
+				o.Status.Authenticated = true
+				o.Status.User = userInfo(filters.WithAuthenticatedGroup(tu))
+				o.Status.Audiences = o.Spec.Audiences
+				break
+			}
+		}
+		if !o.Status.Authenticated {
+			o.Status.Error = "token not recognized"
+		}
+	case *authorizationv1.SelfSubjectAccessReview:
+		o.Status = g.access(u, o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
+	case *authorizationv1.SubjectAccessReview:
+		o.Status = g.access(subjectUser(o.Spec), o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
+	case *authorizationv1.LocalSubjectAccessReview:
+		if o.Spec.ResourceAttributes != nil && o.Spec.ResourceAttributes.Namespace != info.Namespace {
+			return apierrors.NewBadRequest("spec.resourceAttributes.namespace must match the request namespace")
+		}
+		o.Status = g.access(subjectUser(o.Spec), o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
+	case *authorizationv1.SelfSubjectRulesReview:
+		// AlwaysAllow: everything is allowed, and the list is complete.
+		o.Status = authorizationv1.SubjectRulesReviewStatus{
+			ResourceRules:    []authorizationv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}},
+			NonResourceRules: []authorizationv1.NonResourceRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
+		}
+	}
+	return nil
+}
+
+func (g *Gateway) access(u *filters.User, ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes) authorizationv1.SubjectAccessReviewStatus {
+	info := &requestinfo.RequestInfo{}
+	switch {
+	case ra != nil:
+		info.IsResourceRequest = true
+		info.Verb, info.APIGroup, info.APIVersion, info.Resource = ra.Verb, ra.Group, ra.Version, ra.Resource
+		info.Subresource, info.Namespace, info.Name = ra.Subresource, ra.Namespace, ra.Name
+	case nra != nil:
+		info.Verb, info.Path = nra.Verb, nra.Path
+	}
+	allowed, reason := g.authorizer.Authorize(u, info)
+	return authorizationv1.SubjectAccessReviewStatus{Allowed: allowed, Denied: !allowed, Reason: reason}
+}
+
+func userInfo(u *filters.User) authenticationv1.UserInfo {
+	if u == nil {
+		return authenticationv1.UserInfo{}
+	}
+	out := authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
+	for k, v := range u.Extra {
+		if out.Extra == nil {
+			out.Extra = map[string]authenticationv1.ExtraValue{}
+		}
+		out.Extra[k] = v
+	}
+	return out
+}
+
+func subjectUser(spec authorizationv1.SubjectAccessReviewSpec) *filters.User {
+	u := &filters.User{Name: spec.User, UID: spec.UID, Groups: spec.Groups}
+	for k, v := range spec.Extra {
+		if u.Extra == nil {
+			u.Extra = map[string][]string{}
+		}
+		u.Extra[k] = v
+	}
+	return u
+}
