@@ -11,7 +11,7 @@ import (
 const sigterm = syscall.SIGTERM
 
 // startAllInOne runs the all-in-one with embedded etcd and NATS and waits for readiness.
-func startAllInOne(t *testing.T, extra ...string) (*client, *process) {
+func startAllInOne(t testing.TB, extra ...string) (*client, *process) {
 	t.Helper()
 	data := tempDataDir(t)
 	p := start(t, "apichain", append([]string{"--data-dir", data, "--secure-port", "0"}, extra...)...)

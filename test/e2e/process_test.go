@@ -22,7 +22,7 @@ import (
 
 // process is a started binary whose output is kept for assertions and shown on failure.
 type process struct {
-	t    *testing.T
+	t    testing.TB
 	name string
 	cmd  *exec.Cmd
 	mu   sync.Mutex
@@ -31,7 +31,7 @@ type process struct {
 	err  error
 }
 
-func start(t *testing.T, name string, args ...string) *process {
+func start(t testing.TB, name string, args ...string) *process {
 	t.Helper()
 	p := &process{t: t, name: name, done: make(chan struct{})}
 	p.cmd = exec.Command(binary(name), args...)
@@ -91,14 +91,14 @@ func (p *process) wait(timeout time.Duration) int {
 
 // client talks to the gateway with a kubeconfig's credentials over client-go's transport.
 type client struct {
-	t      *testing.T
+	t      testing.TB
 	base   string
 	http   *http.Client
 	config *rest.Config
 	data   string
 }
 
-func waitKubeconfig(t *testing.T, path string) *client {
+func waitKubeconfig(t testing.TB, path string) *client {
 	t.Helper()
 	require.Eventually(t, func() bool { _, err := os.Stat(path); return err == nil }, 60*time.Second, 20*time.Millisecond,
 		"kubeconfig %s not written", path)
@@ -122,7 +122,7 @@ func (c *client) get(path string) (int, string, http.Header) {
 	return doGet(c.t, c.http, c.base+path)
 }
 
-func doGet(t *testing.T, hc *http.Client, url string) (int, string, http.Header) {
+func doGet(t testing.TB, hc *http.Client, url string) (int, string, http.Header) {
 	t.Helper()
 	resp, err := hc.Get(url)
 	if err != nil {
@@ -176,7 +176,7 @@ func containsAll(s string, want []string) bool {
 }
 
 // kubectl runs the installed kubectl against kubeconfig.
-func kubectl(t *testing.T, kubeconfig string, args ...string) (string, error) {
+func kubectl(t testing.TB, kubeconfig string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -184,7 +184,7 @@ func kubectl(t *testing.T, kubeconfig string, args ...string) (string, error) {
 	return string(out), err
 }
 
-func tempDataDir(t *testing.T) string {
+func tempDataDir(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	return filepath.Join(dir, "data")

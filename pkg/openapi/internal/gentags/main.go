@@ -313,7 +313,7 @@ func (f *facts) render(versions []string) []byte {
 			continue
 		}
 		sort.Strings(vals)
-		fmt.Fprintf(&b, "%q: %#v,\n", k, vals)
+		fmt.Fprintf(&b, "%q: %s,\n", k, strings.TrimPrefix(fmt.Sprintf("%#v", vals), "[]string"))
 	}
 	b.WriteString("}\n")
 	return b.Bytes()
