@@ -77,6 +77,10 @@ type boundTransport struct {
 	ln   net.Listener
 }
 
+// processStart approximates when the process started (package initialization), so the
+// startup timeline includes what happens before a server is built.
+var processStart = time.Now()
+
 // Phase is a startup phase reached, for the startup timeline.
 type Phase struct {
 	Name string
@@ -88,9 +92,13 @@ func New(name string, opts Options, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{name: name, opts: opts, log: log, hooks: newHookRegistry(), startedAt: time.Now()}
+	s := &Server{name: name, opts: opts, log: log, hooks: newHookRegistry(), startedAt: processStart}
 	s.signals = newLifecycleSignals(func(sig string, at time.Time) {
 		s.log.Info("lifecycle signal", "signal", sig)
+		if sig == "HasBeenReady" {
+			s.MarkPhase("ready") // whoever saw readiness first: the watcher or a /readyz request
+			return
+		}
 		s.changed()
 	})
 	s.healthz = []healthz.Checker{healthz.PingHealthz}
@@ -106,7 +114,7 @@ func (s *Server) Name() string { return s.name }
 // Signals are the server's lifecycle signals.
 func (s *Server) Signals() *LifecycleSignals { return &s.signals }
 
-// StartedAt is when the server was created, the start of its startup timeline.
+// StartedAt is when the process started, the origin of its startup timeline.
 func (s *Server) StartedAt() time.Time { return s.startedAt }
 
 // OnChange registers f to be called (synchronously, keep it cheap) whenever a hook, signal or
@@ -416,7 +424,6 @@ func (s *Server) watchReady(ctx context.Context) {
 		}
 		if ready {
 			s.signals.HasBeenReady.Signal()
-			s.MarkPhase("ready")
 			return
 		}
 		select {

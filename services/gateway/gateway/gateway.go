@@ -150,6 +150,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	g.metrics = prometheus.NewRegistry()
 	g.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	requests := newRequestMetrics(g.metrics)
+	g.metrics.MustRegister(newStartupCollector(g))
 
 	rest := runtime.NewServeMux()
 	if err := lifecyclev1.RegisterLifecycleServiceHandlerServer(context.Background(), rest, lapi); err != nil {
@@ -166,6 +167,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.Handle("/debug/lifecycle/", rest)
+	mux.HandleFunc("GET /debug/startup", g.serveStartup)
 	mux.HandleFunc("/", g.serveDelegated)
 
 	authn := filters.Authentication{Authenticators: []filters.Authenticator{filters.X509Authenticator()}}
@@ -241,7 +243,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.registry.OnChange(g.retainConns)
 	wg.Go(func() error { pub.Run(bg); return nil })
 
-	g.Log.Info("serving securely", "url", g.URL(), "kubeconfig", g.kubeconfig)
+	g.Log.Info("Serving securely on "+g.ln.Addr().String(), "url", g.URL(), "kubeconfig", g.kubeconfig)
 	err = g.Server.Run(ctx)
 	stopBackground()
 	_ = wg.Wait()
