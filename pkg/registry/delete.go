@@ -26,14 +26,7 @@ func (h *Handler) deleteOptions(r *Resource, body *resourcev1.Body) (*metav1.Del
 	if err := h.scheme.decode(body.GetData(), body.GetContentType(), opts, r.GroupVersion.WithKind("DeleteOptions"), false); err != nil {
 		return nil, apierrors.NewBadRequest("invalid DeleteOptions: " + err.Error())
 	}
-	if opts.PropagationPolicy != nil {
-		switch *opts.PropagationPolicy {
-		case metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground:
-		default:
-			return nil, apierrors.NewBadRequest("invalid propagationPolicy " + string(*opts.PropagationPolicy))
-		}
-	}
-	return opts, nil
+	return opts, validatePropagation(opts)
 }
 
 // pendingDeletion reports whether deleting obj must wait (finalizers, or a kind's own rule
@@ -57,7 +50,14 @@ func (h *Handler) Delete(ctx context.Context, req *resourcev1.DeleteRequest) (*r
 		return nil, toGRPC(err)
 	}
 	dryRun := isDryRun(req.GetOptions().GetDryRun()) || isDryRun(opts.DryRun)
-	obj, deleted, err := h.delete(ctx, r, req.GetRef(), opts.Preconditions, dryRun)
+	if p := req.GetOptions().GetPropagationPolicy(); p != "" && opts.PropagationPolicy == nil {
+		policy := metav1.DeletionPropagation(p)
+		opts.PropagationPolicy = &policy
+	}
+	if err := validatePropagation(opts); err != nil {
+		return nil, toGRPC(err)
+	}
+	obj, deleted, err := h.delete(ctx, r, req.GetRef(), opts, dryRun)
 	if err != nil {
 		return nil, toGRPC(err)
 	}
@@ -72,7 +72,11 @@ func (h *Handler) Delete(ctx context.Context, req *resourcev1.DeleteRequest) (*r
 	return &resourcev1.DeleteResponse{Body: body, Code: code}, nil
 }
 
-func (h *Handler) delete(ctx context.Context, r *Resource, ref *resourcev1.ResourceRef, pre *metav1.Preconditions, dryRun bool) (runtime.Object, bool, error) {
+func (h *Handler) delete(ctx context.Context, r *Resource, ref *resourcev1.ResourceRef, opts *metav1.DeleteOptions, dryRun bool) (runtime.Object, bool, error) {
+	if opts == nil {
+		opts = &metav1.DeleteOptions{}
+	}
+	pre := opts.Preconditions
 	for attempt := 0; ; attempt++ {
 		kv, _, err := h.store.Get(ctx, key(r, ref.GetNamespace(), ref.GetName()), 0)
 		if err != nil {
@@ -92,6 +96,11 @@ func (h *Handler) delete(ctx context.Context, r *Resource, ref *resourcev1.Resou
 				return nil, false, apierrors.NewConflict(r.GroupResource(), ref.GetName(),
 					fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *pre.ResourceVersion, acc.GetResourceVersion()))
 			}
+		}
+		// Orphan and Foreground propagation hold the owner with a finalizer the garbage
+		// collector removes once the dependents are orphaned or gone (kube's semantics).
+		if f := propagationFinalizer(opts); f != "" && acc.GetDeletionTimestamp() == nil && !hasString(acc.GetFinalizers(), f) {
+			acc.SetFinalizers(append(acc.GetFinalizers(), f))
 		}
 		if dryRun {
 			return current, !pendingDeletion(r, current), nil
@@ -173,7 +182,7 @@ func (h *Handler) DeleteCollection(ctx context.Context, req *resourcev1.DeleteCo
 		acc, _ := meta.Accessor(item)
 		ref := &resourcev1.ResourceRef{Group: r.GroupVersion.Group, Version: r.GroupVersion.Version, Resource: r.Name,
 			Namespace: acc.GetNamespace(), Name: acc.GetName()}
-		obj, _, err := h.delete(ctx, r, ref, nil, dryRun)
+		obj, _, err := h.delete(ctx, r, ref, opts, dryRun)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
@@ -195,4 +204,36 @@ func (h *Handler) DeleteCollection(ctx context.Context, req *resourcev1.DeleteCo
 		return nil, toGRPC(err)
 	}
 	return &resourcev1.DeleteCollectionResponse{Body: body}, nil
+}
+
+func validatePropagation(opts *metav1.DeleteOptions) error {
+	if opts.PropagationPolicy == nil {
+		return nil
+	}
+	switch *opts.PropagationPolicy {
+	case metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground:
+		return nil
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("propagationPolicy: Unsupported value: %q", *opts.PropagationPolicy))
+}
+
+// propagationFinalizer is the finalizer a delete with this propagation adds to the owner.
+func propagationFinalizer(opts *metav1.DeleteOptions) string {
+	switch {
+	case opts.PropagationPolicy != nil && *opts.PropagationPolicy == metav1.DeletePropagationOrphan,
+		opts.PropagationPolicy == nil && opts.OrphanDependents != nil && *opts.OrphanDependents:
+		return metav1.FinalizerOrphanDependents
+	case opts.PropagationPolicy != nil && *opts.PropagationPolicy == metav1.DeletePropagationForeground:
+		return metav1.FinalizerDeleteDependents
+	}
+	return ""
+}
+
+func hasString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

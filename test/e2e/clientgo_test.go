@@ -271,3 +271,45 @@ func TestClientGoReviews(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "kubernetes-admin", ssr.Status.UserInfo.Username)
 }
+
+// Deletion propagation through ownerReferences: Background deletes dependents after the
+// owner, Foreground before it, Orphan keeps them without the reference.
+func TestClientGoGarbageCollection(t *testing.T) {
+	c, _ := startAllInOne(t)
+	cs := clientset(t, c)
+	ctx := context.Background()
+	createNamespace(t, cs, "gc")
+	cms := cs.CoreV1().ConfigMaps("gc")
+	family := func(owner string) {
+		o, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: owner}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		for i := 0; i < 2; i++ {
+			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-child-%d", owner, i),
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: o.UID}}}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+	}
+	exists := func(name string) bool {
+		_, err := cms.Get(ctx, name, metav1.GetOptions{})
+		return err == nil
+	}
+	policy := func(p metav1.DeletionPropagation) metav1.DeleteOptions { return metav1.DeleteOptions{PropagationPolicy: &p} }
+
+	family("bg")
+	require.NoError(t, cms.Delete(ctx, "bg", policy(metav1.DeletePropagationBackground)))
+	assert.False(t, exists("bg"), "the owner goes at once")
+	require.Eventually(t, func() bool { return !exists("bg-child-0") && !exists("bg-child-1") }, 15*time.Second, 50*time.Millisecond)
+
+	family("fg")
+	require.NoError(t, cms.Delete(ctx, "fg", policy(metav1.DeletePropagationForeground)))
+	require.Eventually(t, func() bool { return !exists("fg") }, 15*time.Second, 50*time.Millisecond)
+	assert.False(t, exists("fg-child-0"), "dependents go before the owner")
+	assert.False(t, exists("fg-child-1"))
+
+	family("or")
+	require.NoError(t, cms.Delete(ctx, "or", policy(metav1.DeletePropagationOrphan)))
+	require.Eventually(t, func() bool { return !exists("or") }, 15*time.Second, 50*time.Millisecond)
+	child, err := cms.Get(ctx, "or-child-0", metav1.GetOptions{})
+	require.NoError(t, err, "orphans survive")
+	assert.Empty(t, child.OwnerReferences)
+}

@@ -4,6 +4,7 @@ package core
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	"github.com/apichain/apichain/pkg/backend"
@@ -44,8 +45,14 @@ func Setup(b *backend.Backend) error {
 	}); err != nil {
 		return err
 	}
-	return b.Server.AddPostStartHook("start-namespace-lifecycle-controller", func(ctx context.Context) error {
+	if err := b.Server.AddPostStartHook("start-namespace-lifecycle-controller", func(ctx context.Context) error {
 		go h.RunNamespaceFinalizer(ctx, b.Log) // ctx lives until shutdown starts
+		return nil
+	}); err != nil {
+		return err
+	}
+	return b.Server.AddPostStartHook("start-garbage-collector", func(ctx context.Context) error {
+		go h.RunGarbageCollector(ctx, b.Log, 30*time.Second)
 		return nil
 	})
 }
