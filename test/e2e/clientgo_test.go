@@ -293,7 +293,9 @@ func TestClientGoGarbageCollection(t *testing.T) {
 		_, err := cms.Get(ctx, name, metav1.GetOptions{})
 		return err == nil
 	}
-	policy := func(p metav1.DeletionPropagation) metav1.DeleteOptions { return metav1.DeleteOptions{PropagationPolicy: &p} }
+	policy := func(p metav1.DeletionPropagation) metav1.DeleteOptions {
+		return metav1.DeleteOptions{PropagationPolicy: &p}
+	}
 
 	family("bg")
 	require.NoError(t, cms.Delete(ctx, "bg", policy(metav1.DeletePropagationBackground)))
