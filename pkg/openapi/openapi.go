@@ -41,10 +41,11 @@ type Kind struct {
 	NewList func() runtime.Object
 }
 
-// Title and Version are the info of every document.
-var (
-	Title   = "Kubernetes"
-	Version = "unversioned"
+// The info of every document (kube puts its own version there; no client
+// reads it).
+const (
+	docTitle   = "Kubernetes"
+	docVersion = "unversioned"
 )
 
 // V3 builds the OpenAPI v3 document for one group/version, as served at
@@ -68,7 +69,7 @@ func V3(gv schema.GroupVersion, kinds []Kind) ([]byte, error) {
 	}
 	doc := &spec3.OpenAPI{
 		Version: "3.0.0",
-		Info:    &spec.Info{InfoProps: spec.InfoProps{Title: Title, Version: Version}},
+		Info:    &spec.Info{InfoProps: spec.InfoProps{Title: docTitle, Version: docVersion}},
 		Paths:   &spec3.Paths{Paths: map[string]*spec3.Path{}},
 		Components: &spec3.Components{
 			Schemas: b.definitions(),
@@ -105,7 +106,7 @@ func V2(kinds []Kind) ([]byte, error) {
 	}
 	doc := &spec.Swagger{SwaggerProps: spec.SwaggerProps{
 		Swagger:     "2.0",
-		Info:        &spec.Info{InfoProps: spec.InfoProps{Title: Title, Version: Version}},
+		Info:        &spec.Info{InfoProps: spec.InfoProps{Title: docTitle, Version: docVersion}},
 		Paths:       &spec.Paths{Paths: map[string]spec.PathItem{}},
 		Definitions: defs,
 		SecurityDefinitions: spec.SecurityDefinitions{"BearerToken": &spec.SecurityScheme{
@@ -122,9 +123,16 @@ func V2(kinds []Kind) ([]byte, error) {
 	return json.Marshal(doc)
 }
 
-// V2Protobuf converts a V2 document to the protobuf form
-// (application/com.github.proto-openapi.spec.v2@v1.0+protobuf) that kubectl
-// and client-go's discovery client request from /openapi/v2.
+// V2ProtobufContentType is the Content-Type of a V2Protobuf answer. kubectl
+// and client-go's discovery client ask /openapi/v2 for
+// "application/com.github.proto-openapi.spec.v2@v1.0+protobuf" (a form
+// Go's mime package cannot parse back); kube answers both that and this
+// Accept value with this Content-Type, and application/json with the JSON.
+const V2ProtobufContentType = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+
+// V2Protobuf converts a V2 document to the protobuf form (a gnostic
+// openapi_v2.Document) that kubectl and client-go's discovery client
+// request from /openapi/v2.
 func V2Protobuf(v2JSON []byte) ([]byte, error) {
 	doc, err := openapiv2.ParseDocument(v2JSON)
 	if err != nil {

@@ -324,7 +324,8 @@ func (b *schemaBuilder) addFields(t reflect.Type, props map[string]spec.Schema, 
 		if _, dup := props[name]; dup {
 			continue
 		}
-		omitempty := hasTag && hasOption(opts, "omitempty")
+		// omitzero (Go 1.24) drops the field just as omitempty does.
+		omitempty := hasTag && (hasOption(opts, "omitempty") || hasOption(opts, "omitzero"))
 		tags := generatedFieldTags[typeKey(t)+"."+name]
 
 		var prop spec.Schema
