@@ -15,6 +15,7 @@ import (
 	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/healthz"
 	"github.com/apichain/apichain/pkg/lifecycle"
+	"github.com/apichain/apichain/pkg/openapi"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/storage"
 	"github.com/nats-io/nats.go"
@@ -110,6 +111,16 @@ func advertise(configured string, bound net.Addr) string {
 		}
 	}
 	return net.JoinHostPort(host, strconv.Itoa(tcp.Port))
+}
+
+// SetOpenAPI builds the OpenAPI documents this backend serves for its kinds.
+func (b *Backend) SetOpenAPI(kinds []openapi.Kind) error {
+	docs, err := buildOpenAPI(kinds)
+	if err != nil {
+		return err
+	}
+	b.discovery.openapi = docs
+	return nil
 }
 
 // SetResources installs the ResourceService implementation (default: nothing is served).

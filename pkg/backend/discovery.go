@@ -17,7 +17,8 @@ import (
 // group, /apis/<group> and /apis/<group>/<version> for the others.
 type Discovery struct {
 	discoveryv1.UnimplementedDiscoveryServiceServer
-	served []*discoveryv1.GroupVersion
+	served  []*discoveryv1.GroupVersion
+	openapi *openAPIDocs
 }
 
 // NewDiscovery serves the given group/versions (in preference order per group).
@@ -48,6 +49,9 @@ func (d *Discovery) ListServed(context.Context, *discoveryv1.ListServedRequest) 
 // GetDocument returns this server's discovery documents by path.
 func (d *Discovery) GetDocument(_ context.Context, req *discoveryv1.GetDocumentRequest) (*httpbody.HttpBody, error) {
 	path := strings.TrimSuffix(req.GetPath(), "/")
+	if doc, ok := d.openapi.document(path, req.GetAccept()); ok {
+		return doc, nil
+	}
 	if (path == "/api" || path == "/apis") && discovery.WantsAggregated(req.GetAccept()) {
 		data, err := json.Marshal(d.aggregated(path == "/api"))
 		if err != nil {

@@ -337,3 +337,22 @@ func (r route) v2(b *schemaBuilder) spec.PathItem {
 	}
 	return item
 }
+
+// MergeV3Index merges /openapi/v3 indexes of several servers (first one wins per path).
+func MergeV3Index(indexes [][]byte) ([]byte, error) {
+	merged := map[string]json.RawMessage{}
+	for _, idx := range indexes {
+		var doc struct {
+			Paths map[string]json.RawMessage `json:"paths"`
+		}
+		if err := json.Unmarshal(idx, &doc); err != nil {
+			return nil, err
+		}
+		for p, v := range doc.Paths {
+			if _, ok := merged[p]; !ok {
+				merged[p] = v
+			}
+		}
+	}
+	return json.Marshal(map[string]any{"paths": merged})
+}

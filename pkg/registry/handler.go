@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
@@ -20,6 +21,10 @@ type Handler struct {
 	store    *storage.Store
 	stopping <-chan struct{}
 	now      func() time.Time
+
+	fmOnce sync.Once
+	fm     *fieldManagers
+	fmErr  error
 }
 
 // NewHandler serves set from store; watches end when stopping closes.

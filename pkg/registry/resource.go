@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
+	"github.com/apichain/apichain/pkg/openapi"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -123,6 +124,17 @@ func (s *Set) Served() []*discoveryv1.GroupVersion {
 			out = append(out, gv)
 		}
 		gv.Resources = append(gv.Resources, r.Discovery())
+	}
+	return out
+}
+
+// OpenAPIKinds describes the set's kinds for OpenAPI documents.
+func (s *Set) OpenAPIKinds() []openapi.Kind {
+	out := make([]openapi.Kind, 0, len(s.order))
+	for _, r := range s.order {
+		k := openapi.Kind{GroupVersion: r.GroupVersion, Kind: r.Kind, Resource: r.Name, Namespaced: r.Namespaced,
+			Verbs: r.Verbs(), Subresources: r.Subresources, New: r.New, NewList: r.NewList}
+		out = append(out, k)
 	}
 	return out
 }

@@ -49,6 +49,7 @@ func (h *Handler) Create(ctx context.Context, req *resourcev1.CreateRequest) (*r
 	if err := h.decodeBody(r, req.GetBody(), req.GetOptions(), obj); err != nil {
 		return nil, toGRPC(err)
 	}
+	ctx = withManager(ctx, req.GetOptions().GetFieldManager())
 	created, err := h.create(ctx, r, req.GetRef().GetNamespace(), obj, isDryRun(req.GetOptions().GetDryRun()))
 	if err != nil {
 		return nil, toGRPC(err)
@@ -77,7 +78,17 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 	} else {
 		acc.SetNamespace("")
 	}
+	applied := isApplied(ctx)
+	managed := acc.GetManagedFields()
 	h.prepareCreate(r, acc, obj)
+	if applied {
+		acc.SetManagedFields(managed)
+	} else {
+		obj = h.managers().track(r, r.New(), obj, managerFrom(ctx))
+		if acc, err = meta.Accessor(obj); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+	}
 	if errs := h.validateCreate(r, acc, obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(r.GroupVersion.WithKind(r.Kind).GroupKind(), acc.GetName(), errs)
 	}
@@ -137,6 +148,7 @@ func (h *Handler) Update(ctx context.Context, req *resourcev1.UpdateRequest) (*r
 			return nil, toGRPC(err)
 		}
 	}
+	ctx = withManager(ctx, req.GetOptions().GetFieldManager())
 	out, err := h.update(ctx, r, req.GetRef(), isDryRun(req.GetOptions().GetDryRun()), func(current runtime.Object) (runtime.Object, error) {
 		return in, nil
 	})
@@ -181,6 +193,9 @@ func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.Resou
 		next, requestedRV, err := h.merge(r, ref, current, changed)
 		if err != nil {
 			return nil, err
+		}
+		if ref.GetSubresource() == "" && !isApplied(ctx) {
+			next = h.managers().track(r, current, next, managerFrom(ctx))
 		}
 		currentRV := strconv.FormatInt(kv.ModRevision, 10)
 		if requestedRV != "" && requestedRV != currentRV {
@@ -269,7 +284,9 @@ func (h *Handler) merge(r *Resource, ref *resourcev1.ResourceRef, current, chang
 	nacc.SetDeletionTimestamp(oldAcc.GetDeletionTimestamp())
 	nacc.SetDeletionGracePeriodSeconds(oldAcc.GetDeletionGracePeriodSeconds())
 	nacc.SetGeneration(oldAcc.GetGeneration())
-	nacc.SetManagedFields(oldAcc.GetManagedFields())
+	if nacc.GetManagedFields() == nil {
+		nacc.SetManagedFields(oldAcc.GetManagedFields())
+	}
 	if nacc.GetGenerateName() == "" {
 		nacc.SetGenerateName(oldAcc.GetGenerateName())
 	}
@@ -315,9 +332,13 @@ func (h *Handler) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*res
 	}
 	switch pt {
 	case jsonPatchType, mergePatchType, strategicPatchType:
+	case applyPatchType:
+		resp, err := h.apply(ctx, r, req)
+		return resp, toGRPC(err)
 	default:
-		return nil, toGRPC(unsupportedMediaType(jsonPatchType, mergePatchType, strategicPatchType))
+		return nil, toGRPC(unsupportedMediaType(jsonPatchType, mergePatchType, strategicPatchType, applyPatchType))
 	}
+	ctx = withManager(ctx, req.GetOptions().GetFieldManager())
 	patch := req.GetBody().GetData()
 	if len(patch) == 0 {
 		return nil, toGRPC(apierrors.NewBadRequest("the body of the request is empty"))

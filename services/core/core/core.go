@@ -35,7 +35,11 @@ func Setup(b *backend.Backend) error {
 	if err != nil {
 		return err
 	}
-	h := registry.NewHandler(scheme, registry.NewSet(Resources()...), storage.NewStore(b.Etcd), b.Stopping())
+	set := registry.NewSet(Resources()...)
+	if err := b.SetOpenAPI(set.OpenAPIKinds()); err != nil {
+		return err
+	}
+	h := registry.NewHandler(scheme, set, storage.NewStore(b.Etcd), b.Stopping())
 	b.SetResources(h)
 	if err := b.Server.AddPostStartHook("start-system-namespaces-controller", func(ctx context.Context) error {
 		if err := storage.WaitReady(ctx, b.Etcd); err != nil {

@@ -13,6 +13,7 @@ import (
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/discovery"
+	"github.com/apichain/apichain/pkg/openapi"
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/services/gateway/filters"
@@ -273,8 +274,12 @@ func groupVersion(group, version string) string {
 // in chain order; anything else is answered by the first delegate that serves it.
 func (g *Gateway) serveDocument(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 	req := &discoveryv1.GetDocumentRequest{Path: r.URL.Path, Accept: r.Header.Get("Accept"), Query: r.URL.RawQuery}
-	if strings.TrimSuffix(r.URL.Path, "/") == "/apis" {
+	switch strings.TrimSuffix(r.URL.Path, "/") {
+	case "/apis":
 		g.serveGroupList(ctx, w, r, req)
+		return
+	case "/openapi/v3":
+		g.serveOpenAPIIndex(ctx, w, req)
 		return
 	}
 	gv := documentGroupVersion(r.URL.Path)
@@ -303,6 +308,10 @@ func documentGroupVersion(p string) string {
 		return parts[1] + "/" + parts[2]
 	case len(parts) == 1 && parts[0] == "api":
 		return "v1"
+	case len(parts) == 4 && parts[0] == "openapi" && parts[1] == "v3" && parts[2] == "api":
+		return parts[3]
+	case len(parts) == 5 && parts[0] == "openapi" && parts[1] == "v3" && parts[2] == "apis":
+		return parts[3] + "/" + parts[4]
 	}
 	return ""
 }
@@ -373,4 +382,29 @@ func (g *Gateway) serveGroupList(ctx context.Context, w http.ResponseWriter, r *
 	data, _ := json.Marshal(doc)
 	w.Header().Set("Vary", "Accept")
 	writeBody(w, http.StatusOK, &resourcev1.Body{ContentType: contentType, Data: data})
+}
+
+// serveOpenAPIIndex merges the /openapi/v3 indexes of every service, so each group/version
+// document is fetched from the server that owns it.
+func (g *Gateway) serveOpenAPIIndex(ctx context.Context, w http.ResponseWriter, req *discoveryv1.GetDocumentRequest) {
+	var indexes [][]byte
+	for _, svc := range ChainOrder {
+		t, ok := g.router.anyInstance(svc)
+		if !ok {
+			continue
+		}
+		conn, err := g.router.pool.get(t.addr)
+		if err != nil {
+			continue
+		}
+		if hb, err := discoveryv1.NewDiscoveryServiceClient(conn).GetDocument(ctx, req); err == nil {
+			indexes = append(indexes, hb.GetData())
+		}
+	}
+	data, err := openapi.MergeV3Index(indexes)
+	if err != nil {
+		writeDelegationError(w, err)
+		return
+	}
+	writeBody(w, http.StatusOK, &resourcev1.Body{ContentType: "application/json", Data: data})
 }

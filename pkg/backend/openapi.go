@@ -1,0 +1,67 @@
+package backend
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apichain/apichain/pkg/openapi"
+	"google.golang.org/genproto/googleapis/api/httpbody"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// openAPIDocs are a backend's OpenAPI documents, built once: v3 per group/version (the
+// bytes whose hash the index names), the v3 index, and v2 as JSON and protobuf.
+type openAPIDocs struct {
+	v3      map[string][]byte // by document path (/openapi/v3/apis/<g>/<v>)
+	index   []byte
+	v2      []byte
+	v2Proto []byte
+}
+
+func buildOpenAPI(kinds []openapi.Kind) (*openAPIDocs, error) {
+	d := &openAPIDocs{v3: map[string][]byte{}}
+	byGV := map[schema.GroupVersion][]byte{}
+	seen := map[schema.GroupVersion]bool{}
+	for _, k := range kinds {
+		if seen[k.GroupVersion] {
+			continue
+		}
+		seen[k.GroupVersion] = true
+		doc, err := openapi.V3(k.GroupVersion, kinds)
+		if err != nil {
+			return nil, fmt.Errorf("openapi v3 %s: %w", k.GroupVersion, err)
+		}
+		byGV[k.GroupVersion] = doc
+		d.v3[openapi.V3DocumentPath(k.GroupVersion)] = doc
+	}
+	var err error
+	if d.index, err = openapi.V3Index(byGV); err != nil {
+		return nil, err
+	}
+	if d.v2, err = openapi.V2(kinds); err != nil {
+		return nil, err
+	}
+	if d.v2Proto, err = openapi.V2Protobuf(d.v2); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// document answers an /openapi path, or false when this backend has no such document.
+func (d *openAPIDocs) document(path, accept string) (*httpbody.HttpBody, bool) {
+	switch {
+	case d == nil:
+		return nil, false
+	case path == "/openapi/v3":
+		return &httpbody.HttpBody{ContentType: "application/json", Data: d.index}, true
+	case path == "/openapi/v2":
+		if strings.Contains(accept, "protobuf") {
+			return &httpbody.HttpBody{ContentType: openapi.V2ProtobufContentType, Data: d.v2Proto}, true
+		}
+		return &httpbody.HttpBody{ContentType: "application/json", Data: d.v2}, true
+	}
+	if doc, ok := d.v3[path]; ok {
+		return &httpbody.HttpBody{ContentType: "application/json", Data: doc}, true
+	}
+	return nil, false
+}

@@ -1,0 +1,109 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/apichain/apichain/pkg/openapi"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+// fieldManagers track managedFields and run server-side apply for a Set's kinds, typed by
+// the same OpenAPI schemas the backend publishes (so list merge keys match what clients see).
+type fieldManagers struct {
+	scheme    *Scheme
+	converter managedfields.TypeConverter
+	mu        sync.Mutex
+	byGVK     map[schema.GroupVersionKind]*managedfields.FieldManager
+}
+
+func newFieldManagers(s *Scheme, set *Set) (*fieldManagers, error) {
+	v2, err := openapi.V2(set.OpenAPIKinds())
+	if err != nil {
+		return nil, err
+	}
+	var swagger spec.Swagger
+	if err := json.Unmarshal(v2, &swagger); err != nil {
+		return nil, err
+	}
+	defs := make(map[string]*spec.Schema, len(swagger.Definitions))
+	for name := range swagger.Definitions {
+		d := swagger.Definitions[name]
+		defs[name] = &d
+	}
+	tc, err := managedfields.NewTypeConverter(defs, false)
+	if err != nil {
+		return nil, fmt.Errorf("type converter: %w", err)
+	}
+	return &fieldManagers{scheme: s, converter: tc, byGVK: map[schema.GroupVersionKind]*managedfields.FieldManager{}}, nil
+}
+
+func (f *fieldManagers) get(gvk schema.GroupVersionKind) (*managedfields.FieldManager, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fm, ok := f.byGVK[gvk]; ok {
+		return fm, nil
+	}
+	fm, err := managedfields.NewDefaultFieldManager(f.converter, f.scheme.Scheme, f.scheme.Scheme, f.scheme.Scheme, gvk, gvk.GroupVersion(), "", nil)
+	if err != nil {
+		return nil, err
+	}
+	f.byGVK[gvk] = fm
+	return fm, nil
+}
+
+// track records manager's changes from live to next in next's managedFields. Tracking is
+// best effort, as in kube: a failure leaves the write alone.
+func (f *fieldManagers) track(r *Resource, live, next runtime.Object, manager string) runtime.Object {
+	if f == nil {
+		return next
+	}
+	fm, err := f.get(r.GroupVersion.WithKind(r.Kind))
+	if err != nil {
+		return next
+	}
+	if manager == "" {
+		manager = "unknown"
+	}
+	return fm.UpdateNoErrors(live, next, manager)
+}
+
+type managerKey struct{}
+
+// withManager names the field manager of a write, for managedFields.
+func withManager(ctx context.Context, manager string) context.Context {
+	return context.WithValue(ctx, managerKey{}, manager)
+}
+
+func managerFrom(ctx context.Context) string {
+	m, _ := ctx.Value(managerKey{}).(string)
+	return m
+}
+
+// managers returns the handler's field managers, built on first use; nil if the kinds'
+// schemas cannot be typed (tracking is then skipped and apply is refused).
+func (h *Handler) managers() *fieldManagers {
+	h.fmOnce.Do(func() {
+		fm, err := newFieldManagers(h.scheme, h.set)
+		if err != nil {
+			h.fmErr = err
+			return
+		}
+		h.fm = fm
+	})
+	return h.fm
+}
+
+type appliedKey struct{}
+
+// withApplied marks a write whose managedFields server-side apply already computed.
+func withApplied(ctx context.Context) context.Context {
+	return context.WithValue(ctx, appliedKey{}, true)
+}
+
+func isApplied(ctx context.Context) bool { v, _ := ctx.Value(appliedKey{}).(bool); return v }
