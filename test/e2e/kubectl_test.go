@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -80,6 +81,36 @@ func TestKubectlCoreResources(t *testing.T) {
 	assert.JSONEq(t, `{"a":"b","j":"2","m":"1","s":"3"}`, out)
 	out = k.run("get", "cm", "-n", "demo", "--field-selector", "metadata.name=c1", "-o", "name")
 	assert.Equal(t, "configmap/c1\n", out)
+
+	// Client-side apply twice with a change, server-side apply with conflicts, edit, explain.
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "cm.yaml")
+	writeManifest := func(value string) {
+		require.NoError(t, os.WriteFile(manifest, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\n  namespace: demo\ndata:\n  key: "+value+"\n"), 0o600))
+	}
+	writeManifest("one")
+	assert.Contains(t, k.run("apply", "-f", manifest), "configmap/applied created")
+	writeManifest("two")
+	assert.Contains(t, k.run("apply", "-f", manifest), "configmap/applied configured")
+	assert.Equal(t, "two", k.run("get", "cm", "applied", "-n", "demo", "-o", "jsonpath={.data.key}"))
+	writeManifest("three")
+	assert.Contains(t, k.run("apply", "--server-side", "-f", manifest), "serverside-applied")
+	k.run("patch", "cm", "applied", "-n", "demo", "--field-manager=intruder", "-p", `{"data":{"key":"other"}}`)
+	out = k.fails("apply", "--server-side", "-f", manifest)
+	assert.Contains(t, out, `conflict with "intruder"`)
+	k.run("apply", "--server-side", "--force-conflicts", "-f", manifest)
+	assert.Equal(t, "three", k.run("get", "cm", "applied", "-n", "demo", "-o", "jsonpath={.data.key}"))
+	out = k.run("get", "cm", "applied", "-n", "demo", "-o", "yaml", "--show-managed-fields")
+	assert.Contains(t, out, "manager: kubectl")
+	assert.Contains(t, out, "operation: Apply")
+
+	editor := filepath.Join(dir, "editor.sh")
+	require.NoError(t, os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/key: three/key: edited/' \"$1\"\n"), 0o700))
+	out, err := kubectlEnv(t, []string{"EDITOR=" + editor}, k.kubeconfig, "edit", "cm", "applied", "-n", "demo")
+	require.NoError(t, err, out)
+	assert.Equal(t, "edited", k.run("get", "cm", "applied", "-n", "demo", "-o", "jsonpath={.data.key}"))
+	out = k.run("explain", "configmap.data")
+	assert.Contains(t, out, "Data contains the configuration data")
 
 	// Immutable configmaps refuse data changes.
 	k.run("create", "configmap", "frozen", "-n", "demo", "--from-literal=a=b")

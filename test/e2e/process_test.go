@@ -178,9 +178,17 @@ func containsAll(s string, want []string) bool {
 // kubectl runs the installed kubectl against kubeconfig.
 func kubectl(t testing.TB, kubeconfig string, args ...string) (string, error) {
 	t.Helper()
+	return kubectlEnv(t, nil, kubeconfig, args...)
+}
+
+// kubectlEnv runs kubectl with extra environment variables (EDITOR for kubectl edit).
+func kubectlEnv(t testing.TB, env []string, kubeconfig string, args ...string) (string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
 
