@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
-func clientset(t *testing.T, c *client) *kubernetes.Clientset {
+func clientset(t testing.TB, c *client) *kubernetes.Clientset {
 	t.Helper()
 	cfg := *c.config
 	cfg.QPS, cfg.Burst = 500, 1000
