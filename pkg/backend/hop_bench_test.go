@@ -81,4 +81,3 @@ func BenchmarkHop(b *testing.B) {
 		})
 	}
 }
-
