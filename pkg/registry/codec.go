@@ -65,6 +65,9 @@ func negotiate(accept string, pretty bool) (output, error) {
 			}
 			switch as {
 			case "Table":
+				if media == MediaProtobuf {
+					continue // kube serves Tables as JSON or YAML only; Table has no protobuf form
+				}
 				kind = asTable
 			case "PartialObjectMetadata", "PartialObjectMetadataList":
 				kind = asPartialMetadata

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
@@ -21,6 +22,8 @@ type Handler struct {
 	store    *storage.Store
 	stopping <-chan struct{}
 	now      func() time.Time
+
+	caches atomic.Pointer[caches]
 
 	fmOnce sync.Once
 	fm     *fieldManagers

@@ -126,6 +126,9 @@ func (h *Handler) list(ctx context.Context, r *Resource, namespace string, opts 
 		return nil, err
 	}
 	keyPrefix := prefix(r, namespace)
+	if res, ok := h.listFromCache(ctx, r, keyPrefix, sel, opts, rv, limit, cont); ok {
+		return res, nil
+	}
 	var atRev int64
 	startKey := ""
 	switch {
@@ -219,4 +222,40 @@ func (h *Handler) List(ctx context.Context, req *resourcev1.ListRequest) (*resou
 		return nil, toGRPC(err)
 	}
 	return &resourcev1.ListResponse{Body: body, NextPageToken: res.cont}, nil
+}
+
+// listFromCache serves a list from the watch cache when kube would: resourceVersion "0"
+// (any version, limit ignored as kube does), a minimum version without a limit, or a
+// consistent read ("") without a limit once the cache caught up with etcd's current
+// revision. Paginated and Exact lists go to etcd.
+func (h *Handler) listFromCache(ctx context.Context, r *Resource, keyPrefix string, sel selector, opts *resourcev1.ListOptions, rv, limit int64, cont string) (*listResult, bool) {
+	c := h.cache(r)
+	if c == nil || cont != "" || opts.GetResourceVersionMatch() == string(metav1.ResourceVersionMatchExact) {
+		return nil, false
+	}
+	switch {
+	case opts.GetResourceVersion() == "0":
+	case limit > 0:
+		return nil, false
+	case rv > 0:
+		if c.waitFresh(ctx, rv) != nil {
+			return nil, false
+		}
+	default:
+		current, err := h.store.CurrentRevision(ctx)
+		if err != nil || c.waitFresh(ctx, current) != nil {
+			return nil, false
+		}
+	}
+	objs, rev, err := c.snapshot(keyPrefix)
+	if err != nil {
+		return nil, false
+	}
+	res := &listResult{items: []runtime.Object{}, revision: rev}
+	for _, obj := range objs {
+		if sel.matches(r, obj) {
+			res.items = append(res.items, obj.DeepCopyObject())
+		}
+	}
+	return res, true
 }

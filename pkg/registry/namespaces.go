@@ -6,6 +6,7 @@ import (
 	"time"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/storage"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +50,9 @@ func (h *Handler) RunNamespaceFinalizer(ctx context.Context, log *slog.Logger) {
 		case ev, ok := <-events:
 			if !ok || ev.Err != nil {
 				events = h.store.Watch(ctx, prefix(r, ""), 0)
+			}
+			if ev.Type == storage.Progress {
+				continue
 			}
 		case <-resync.C:
 		}

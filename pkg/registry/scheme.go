@@ -29,5 +29,7 @@ func NewScheme(install ...func(*runtime.Scheme) error) (*Scheme, error) {
 			return nil, err
 		}
 	}
-	return &Scheme{Scheme: s, Codecs: serializer.NewCodecFactory(s, serializer.EnableStrict)}, nil
+	// Decoding is lenient unless a request asks for fieldValidation=Strict (decode picks the
+	// StrictSerializer then), as kube: unknown fields are dropped by default.
+	return &Scheme{Scheme: s, Codecs: serializer.NewCodecFactory(s)}, nil
 }

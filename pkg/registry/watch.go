@@ -59,6 +59,11 @@ func (h *Handler) Watch(req *resourcev1.WatchRequest, stream grpc.ServerStreamin
 	}
 
 	replay := req.GetSendInitialEvents() || rv == 0
+	if c := h.cache(r); c != nil {
+		if served, err := w.fromCache(ctx, c, ns, req, rv, replay); served {
+			return err
+		}
+	}
 	if replay {
 		res, err := h.list(ctx, r, ns, &resourcev1.ListOptions{LabelSelector: req.GetOptions().GetLabelSelector(),
 			FieldSelector: req.GetOptions().GetFieldSelector()}, 0, "")
@@ -106,6 +111,9 @@ func (h *Handler) Watch(req *resourcev1.WatchRequest, stream grpc.ServerStreamin
 				return w.sendError(apierrors.NewInternalError(ev.Err))
 			}
 			last = ev.ModRevision
+			if ev.Type == storage.Progress {
+				continue
+			}
 			if err := w.event(ev); err != nil {
 				return err
 			}
@@ -129,18 +137,29 @@ func (w *watcher) event(ev storage.Event) error {
 	if err != nil {
 		return w.sendError(apierrors.NewInternalError(err))
 	}
+	var prev runtime.Object
+	if !ev.Created && ev.PrevValue != nil {
+		prev, _ = w.h.decodeStored(w.r, ev.PrevValue, ev.ModRevision)
+	}
+	return w.change(ev.Type, obj, prev, ev.Created)
+}
+
+// change sends what a selector-filtered watcher sees of a change: an object that stops
+// matching is DELETED for it, one that starts matching is ADDED.
+func (w *watcher) change(typ storage.EventType, obj, prev runtime.Object, created bool) error {
 	matches := w.sel.matches(w.r, obj)
-	if ev.Type == storage.Deleted {
+	if typ == storage.Deleted {
 		if matches {
 			return w.send("DELETED", obj)
 		}
 		return nil
 	}
-	var oldMatches bool
-	if !ev.Created && ev.PrevValue != nil {
-		if old, err := w.h.decodeStored(w.r, ev.PrevValue, ev.ModRevision); err == nil {
-			oldMatches = w.sel.matches(w.r, old)
-		}
+	// A change to an existing object whose previous value is unknown (the watch started right
+	// at a compaction) is taken as a change within the selection: MODIFIED, not ADDED, for an
+	// object the client already has.
+	oldMatches := !created && matches
+	if !created && prev != nil {
+		oldMatches = w.sel.matches(w.r, prev)
 	}
 	switch {
 	case matches && oldMatches:
@@ -205,4 +224,57 @@ func (w *watcher) sendError(err error) error {
 		return encErr
 	}
 	return w.stream.Send(&resourcev1.WatchResponse{Type: "ERROR", Object: &resourcev1.Body{ContentType: w.out.contentType(), Data: data}})
+}
+
+// fromCache serves the watch from the resource's watch cache. served=false means the cache
+// cannot (not ready, or the version is older than its window) and etcd must.
+func (w *watcher) fromCache(ctx context.Context, c *watchCache, ns string, req *resourcev1.WatchRequest, rv int64, replay bool) (served bool, err error) {
+	if replay && req.GetOptions().GetResourceVersion() == "" {
+		// "Most recent": the replay must include every write acknowledged before the watch.
+		current, err := w.h.store.CurrentRevision(ctx)
+		if err != nil || c.waitFresh(ctx, current) != nil {
+			return false, nil
+		}
+	}
+	initial, cw, rev, err := c.watch(prefix(w.r, ns), rv, replay)
+	if err != nil {
+		return false, nil
+	}
+	defer c.stop(cw)
+	// Cached objects are shared: watchers get copies.
+	for _, e := range initial {
+		if err := w.change(e.typ, e.obj.DeepCopyObject(), e.prev, e.created); err != nil {
+			return true, err
+		}
+	}
+	last := rev
+	if replay && req.GetSendInitialEvents() && req.GetAllowWatchBookmarks() {
+		if err := w.bookmark(last, true); err != nil {
+			return true, err
+		}
+	}
+	ticker := time.NewTicker(bookmarkInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return true, nil
+		case <-w.h.stopping:
+			return true, nil
+		case <-ticker.C:
+			if req.GetAllowWatchBookmarks() {
+				if err := w.bookmark(last, false); err != nil {
+					return true, err
+				}
+			}
+		case e, ok := <-cw.ch:
+			if !ok {
+				return true, nil // the cache restarted or this watcher lagged: the client re-watches
+			}
+			last = e.rev
+			if err := w.change(e.typ, e.obj.DeepCopyObject(), e.prev, e.created); err != nil {
+				return true, err
+			}
+		}
+	}
 }

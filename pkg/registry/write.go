@@ -150,7 +150,9 @@ func (h *Handler) Update(ctx context.Context, req *resourcev1.UpdateRequest) (*r
 	}
 	ctx = withManager(ctx, req.GetOptions().GetFieldManager())
 	out, err := h.update(ctx, r, req.GetRef(), isDryRun(req.GetOptions().GetDryRun()), func(current runtime.Object) (runtime.Object, error) {
-		return in, nil
+		// A copy per attempt: merge and update set metadata on what this returns, and a
+		// retried unconditional update must not see the last attempt's resourceVersion.
+		return in.DeepCopyObject(), nil
 	})
 	if err != nil {
 		return nil, toGRPC(err)
@@ -359,6 +361,10 @@ func (h *Handler) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*res
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
+		originalRV := ""
+		if acc, err := meta.Accessor(target); err == nil {
+			originalRV = acc.GetResourceVersion()
+		}
 		patched, err := applyPatch(pt, original, patch, gvkObj)
 		if err != nil {
 			return nil, err
@@ -374,8 +380,9 @@ func (h *Handler) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*res
 			}
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
-		// A patch that does not set resourceVersion is unconditional.
-		if acc, err := meta.Accessor(into); err == nil && !patchSetsRV(patch) {
+		// A patch that does not set resourceVersion is unconditional; one that changes it (a
+		// JSON patch replacing /metadata/resourceVersion too) makes it a precondition, as kube.
+		if acc, err := meta.Accessor(into); err == nil && !patchSetsRV(patch) && acc.GetResourceVersion() == originalRV {
 			acc.SetResourceVersion("")
 		}
 		return into, nil
@@ -408,6 +415,9 @@ func applyPatch(pt string, original, patch []byte, dataStruct runtime.Object) ([
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
+		if len(p) > maxJSONPatchOperations {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
+		}
 		out, err := p.Apply(original)
 		if err != nil {
 			return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", metav1GR, "", err.Error(), 0, false)
@@ -436,3 +446,12 @@ func applyPatch(pt string, original, patch []byte, dataStruct runtime.Object) ([
 }
 
 var metav1GR = metav1.SchemeGroupVersion.WithResource("").GroupResource()
+
+// maxJSONPatchOperations is kube's limit on the operations of one JSON patch.
+const maxJSONPatchOperations = 10000
+
+func init() {
+	// kube's JSONPatchMaxCopyBytes (3 MiB), armed the way kube-apiserver arms it when it builds
+	// its server: without it a few "copy" operations grow an object exponentially.
+	jsonpatch.AccumulatedCopySizeLimit = 3 << 20
+}

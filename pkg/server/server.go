@@ -292,8 +292,15 @@ func (s *Server) RunReadyzChecks() []CheckResult {
 	req, _ := http.NewRequest(http.MethodGet, "/readyz", nil)
 	checks := s.allReadyzChecks()
 	out := make([]CheckResult, 0, len(checks))
+	ready := true
 	for _, c := range checks {
-		out = append(out, CheckResult{Name: c.Name(), Err: c.Check(req)})
+		err := c.Check(req)
+		ready = ready && err == nil
+		out = append(out, CheckResult{Name: c.Name(), Err: err})
+	}
+	if ready {
+		// The first time every readyz check passes, wherever they ran, is HasBeenReady.
+		s.signals.HasBeenReady.Signal()
 	}
 	return out
 }
@@ -415,15 +422,8 @@ func (s *Server) watchReady(ctx context.Context) {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
-		ready := true
-		for _, r := range s.RunReadyzChecks() {
-			if r.Err != nil {
-				ready = false
-				break
-			}
-		}
-		if ready {
-			s.signals.HasBeenReady.Signal()
+		s.RunReadyzChecks()
+		if s.signals.HasBeenReady.IsSignaled() {
 			return
 		}
 		select {

@@ -157,6 +157,8 @@ type EventType int
 const (
 	Put EventType = iota
 	Deleted
+	// Progress carries no change: etcd's revision reached ModRevision (progress notify).
+	Progress
 )
 
 // Event is one change under a watched prefix.
@@ -177,7 +179,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, rev int64) <-chan Even
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
-	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV()}
+	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithProgressNotify()}
 	if rev > 0 {
 		opts = append(opts, clientv3.WithRev(rev+1))
 	}
@@ -193,6 +195,12 @@ func (s *Store) Watch(ctx context.Context, prefix string, rev int64) <-chan Even
 				}
 				send(ctx, out, Event{Err: err})
 				return
+			}
+			if resp.IsProgressNotify() {
+				if !send(ctx, out, Event{Type: Progress, ModRevision: resp.Header.Revision}) {
+					return
+				}
+				continue
 			}
 			for _, ev := range resp.Events {
 				e := Event{Key: string(ev.Kv.Key), ModRevision: ev.Kv.ModRevision, Value: ev.Kv.Value, Created: ev.IsCreate()}
@@ -234,6 +242,9 @@ func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 }
 
 func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
 	if errors.Is(err, rpctypes.ErrCompacted) {
 		return ErrCompacted
 	}
@@ -241,4 +252,10 @@ func mapErr(err error) error {
 		return ErrFutureRV
 	}
 	return fmt.Errorf("etcd: %w", err)
+}
+
+// RequestProgress asks etcd to send a Progress event on open watches, so a watcher learns it
+// is current even when nothing under its prefix changed.
+func (s *Store) RequestProgress(ctx context.Context) error {
+	return mapErr(s.client.RequestProgress(clientv3.WithRequireLeader(ctx)))
 }

@@ -55,6 +55,14 @@ func Setup(b *backend.Backend) error {
 	}); err != nil {
 		return err
 	}
+	if err := b.Server.AddPostStartHook("start-watch-cache", func(ctx context.Context) error {
+		// Caches fill on first use and stop when shutdown starts, which moves watchers to
+		// other replicas early.
+		h.EnableWatchCache(ctx, b.Log)
+		return nil
+	}); err != nil {
+		return err
+	}
 	return b.Server.AddPostStartHook("start-garbage-collector", func(ctx context.Context) error {
 		go h.RunGarbageCollector(ctx, b.Log, 30*time.Second)
 		return nil

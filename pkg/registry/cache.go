@@ -1,0 +1,292 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apichain/apichain/pkg/storage"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// cacheCapacity is how many recent events a resource's watch cache keeps, so watchers that
+// resume from a recent resourceVersion are served without etcd.
+const cacheCapacity = 1024
+
+// watcherBuffer is how far a watcher may lag before it is closed (clients re-watch, as
+// with kube's watch cache).
+const watcherBuffer = 256
+
+// errCacheNotReady means the cache cannot answer (yet); callers fall back to etcd.
+var errCacheNotReady = errors.New("watch cache not ready")
+
+// cacheEvent is one change kept by the cache; objects are shared and read-only.
+type cacheEvent struct {
+	typ     storage.EventType
+	key     string
+	obj     runtime.Object
+	prev    runtime.Object // the object before a modification, for selector transitions
+	rev     int64
+	created bool
+}
+
+// watchCache mirrors one resource in memory from a single etcd watch, so lists at
+// resourceVersion 0 or "" and watches from recent versions do not each hit etcd.
+type watchCache struct {
+	h   *Handler
+	r   *Resource
+	log *slog.Logger
+
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced on every revision change
+	ready    bool
+	rev      int64
+	objects  map[string]runtime.Object
+	events   []cacheEvent // ring of the latest events, oldest first
+	watchers map[*cacheWatcher]struct{}
+}
+
+type cacheWatcher struct {
+	ch     chan cacheEvent
+	closed bool
+}
+
+func newWatchCache(h *Handler, r *Resource, log *slog.Logger) *watchCache {
+	return &watchCache{h: h, r: r, log: log, changed: make(chan struct{}), objects: map[string]runtime.Object{},
+		watchers: map[*cacheWatcher]struct{}{}}
+}
+
+// run keeps the cache in sync until ctx is done: list, then watch from the list's revision;
+// on any watch failure it closes every watcher and starts over.
+func (c *watchCache) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := c.sync(ctx); err != nil && ctx.Err() == nil {
+			c.log.Debug("watch cache restarting", "resource", c.r.Name, "err", err)
+		}
+		c.reset()
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (c *watchCache) sync(ctx context.Context) error {
+	page, err := c.h.store.List(ctx, prefix(c.r, ""), 0, "", 0)
+	if err != nil {
+		return err
+	}
+	objects := make(map[string]runtime.Object, len(page.KVs))
+	for _, kv := range page.KVs {
+		obj, err := c.h.decodeStored(c.r, kv.Value, kv.ModRevision)
+		if err != nil {
+			return err
+		}
+		objects[kv.Key] = obj
+	}
+	c.mu.Lock()
+	c.objects, c.rev, c.ready, c.events = objects, page.Revision, true, nil
+	c.notifyLocked()
+	c.mu.Unlock()
+	for ev := range c.h.store.Watch(ctx, prefix(c.r, ""), page.Revision) {
+		if ev.Err != nil {
+			return ev.Err
+		}
+		if err := c.apply(ev); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+func (c *watchCache) apply(ev storage.Event) error {
+	if ev.Type == storage.Progress {
+		c.mu.Lock()
+		if ev.ModRevision > c.rev {
+			c.rev = ev.ModRevision
+			c.notifyLocked()
+		}
+		c.mu.Unlock()
+		return nil
+	}
+	obj, err := c.h.decodeStored(c.r, ev.Value, ev.ModRevision)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ce := cacheEvent{typ: ev.Type, key: ev.Key, obj: obj, rev: ev.ModRevision, created: ev.Created, prev: c.objects[ev.Key]}
+	if ev.Type == storage.Deleted {
+		delete(c.objects, ev.Key)
+	} else {
+		c.objects[ev.Key] = obj
+	}
+	c.events = append(c.events, ce)
+	if len(c.events) > cacheCapacity {
+		c.events = c.events[len(c.events)-cacheCapacity:]
+	}
+	c.rev = ev.ModRevision
+	for w := range c.watchers {
+		select {
+		case w.ch <- ce:
+		default: // too slow: end its watch; the client resumes from its last version
+			c.closeLocked(w)
+		}
+	}
+	c.notifyLocked()
+	return nil
+}
+
+func (c *watchCache) notifyLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+func (c *watchCache) closeLocked(w *cacheWatcher) {
+	if !w.closed {
+		w.closed = true
+		close(w.ch)
+		delete(c.watchers, w)
+	}
+}
+
+func (c *watchCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ready = false
+	for w := range c.watchers {
+		c.closeLocked(w)
+	}
+}
+
+// waitFresh waits until the cache has seen revision rev (asking etcd for a progress
+// notification if the resource is quiet), or gives up with errCacheNotReady.
+func (c *watchCache) waitFresh(ctx context.Context, rev int64) error {
+	deadline := time.NewTimer(3 * time.Second)
+	defer deadline.Stop()
+	asked := false
+	for {
+		c.mu.Lock()
+		ready, current, changed := c.ready, c.rev, c.changed
+		c.mu.Unlock()
+		if ready && current >= rev {
+			return nil
+		}
+		if ready && !asked {
+			asked = true
+			_ = c.h.store.RequestProgress(ctx)
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return errCacheNotReady
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// snapshot returns the objects under keyPrefix sorted by key, at the cache's revision.
+func (c *watchCache) snapshot(keyPrefix string) ([]runtime.Object, int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ready {
+		return nil, 0, errCacheNotReady
+	}
+	keys := make([]string, 0, len(c.objects))
+	for k := range c.objects {
+		if strings.HasPrefix(k, keyPrefix) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	out := make([]runtime.Object, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, c.objects[k])
+	}
+	return out, c.rev, nil
+}
+
+// watch registers a watcher. replay=true starts with the objects under keyPrefix as ADDED
+// (returned as events with created=true); otherwise it starts after revision from, which
+// must still be in the ring (errCacheNotReady if not: the caller falls back to etcd).
+func (c *watchCache) watch(keyPrefix string, from int64, replay bool) ([]cacheEvent, *cacheWatcher, int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ready {
+		return nil, nil, 0, errCacheNotReady
+	}
+	var initial []cacheEvent
+	if replay {
+		keys := make([]string, 0, len(c.objects))
+		for k := range c.objects {
+			if strings.HasPrefix(k, keyPrefix) {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			initial = append(initial, cacheEvent{typ: storage.Put, key: k, obj: c.objects[k], rev: c.rev, created: true})
+		}
+	} else {
+		if from > c.rev {
+			return nil, nil, 0, errCacheNotReady // the cache has not seen that version yet
+		}
+		oldest := c.rev
+		if len(c.events) > 0 {
+			oldest = c.events[0].rev - 1
+		}
+		if from < oldest {
+			return nil, nil, 0, errCacheNotReady // older than the ring: etcd decides (or 410)
+		}
+		for _, e := range c.events {
+			if e.rev > from && strings.HasPrefix(e.key, keyPrefix) {
+				initial = append(initial, e)
+			}
+		}
+	}
+	w := &cacheWatcher{ch: make(chan cacheEvent, watcherBuffer)}
+	c.watchers[w] = struct{}{}
+	return initial, w, c.rev, nil
+}
+
+func (c *watchCache) stop(w *cacheWatcher) {
+	c.mu.Lock()
+	c.closeLocked(w)
+	c.mu.Unlock()
+}
+
+// caches holds a handler's watch caches, started on first use.
+type caches struct {
+	mu  sync.Mutex
+	ctx context.Context
+	log *slog.Logger
+	m   map[*Resource]*watchCache
+}
+
+// EnableWatchCache makes the handler serve lists and watches from per-resource caches that
+// live until ctx is done.
+func (h *Handler) EnableWatchCache(ctx context.Context, log *slog.Logger) {
+	h.caches.Store(&caches{ctx: ctx, log: log, m: map[*Resource]*watchCache{}})
+}
+
+// cache returns r's watch cache (starting it), or nil when caching is off.
+func (h *Handler) cache(r *Resource) *watchCache {
+	cs := h.caches.Load()
+	if cs == nil || r.Review || cs.ctx.Err() != nil {
+		return nil
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	c, ok := cs.m[r]
+	if !ok {
+		c = newWatchCache(h, r, cs.log)
+		cs.m[r] = c
+		go c.run(cs.ctx)
+	}
+	return c
+}
