@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/apichain/apichain/gen v0.0.0-00010101000000-000000000000
 	github.com/apichain/apichain/pkg v0.0.0
+	github.com/prometheus/client_golang v1.23.2
 	github.com/stretchr/testify v1.12.1
 	google.golang.org/grpc v1.85.0
 	k8s.io/api v0.37.2
@@ -61,7 +62,6 @@ require (
 	github.com/nats-io/nkeys v0.4.17 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
-	github.com/prometheus/client_golang v1.23.2 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.67.5 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
