@@ -108,6 +108,16 @@ func advertise(configured string, bound net.Addr) string {
 		host = "127.0.0.1"
 		if h, err := osHostname(); err == nil {
 			host = h
+			// In a container the hostname resolves (via /etc/hosts) to the address peers on
+			// its network can dial; other containers may not resolve the name itself.
+			if addrs, err := lookupHost(h); err == nil {
+				for _, a := range addrs {
+					if ip := net.ParseIP(a); ip != nil && !ip.IsLoopback() && ip.To4() != nil {
+						host = a
+						break
+					}
+				}
+			}
 		}
 	}
 	return net.JoinHostPort(host, strconv.Itoa(tcp.Port))

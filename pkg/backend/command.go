@@ -46,5 +46,6 @@ func Command(service string, served func() []*discoveryv1.GroupVersion, setup fu
 		},
 	}
 	opts.AddFlags(cmd.Flags())
+	cmd.AddCommand(HealthcheckCommand(service))
 	return cmd
 }

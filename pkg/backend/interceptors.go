@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"net"
 	"os"
 
 	"github.com/apichain/apichain/pkg/caller"
@@ -10,7 +11,10 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-var osHostname = os.Hostname
+var (
+	osHostname = os.Hostname
+	lookupHost = net.LookupHost
+)
 
 // longRunning are the streaming methods that shutdown ends rather than waits for.
 var longRunning = map[string]bool{

@@ -36,5 +36,6 @@ func Command() *cobra.Command {
 		},
 	}
 	opts.AddFlags(cmd.Flags())
+	cmd.AddCommand(HealthcheckCommand(), InitPKICommand())
 	return cmd
 }

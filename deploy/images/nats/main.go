@@ -1,0 +1,47 @@
+// Command nats-server is the NATS server built from its Go module at the version pinned in
+// go.mod, for images built without a registry. "nats-server healthcheck" asks its monitor port.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "healthcheck" {
+		os.Exit(healthcheck())
+	}
+	fs := flag.NewFlagSet("nats-server", flag.ExitOnError)
+	opts, err := server.ConfigureOptions(fs, os.Args[1:], server.PrintServerAndExit, fs.Usage, server.PrintTLSHelpAndDie)
+	if err != nil {
+		server.PrintAndDie(err.Error())
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		server.PrintAndDie(err.Error())
+	}
+	if err := server.Run(s); err != nil {
+		server.PrintAndDie(err.Error())
+	}
+	s.WaitForShutdown()
+}
+
+func healthcheck() int {
+	c := &http.Client{Timeout: 3 * time.Second}
+	resp, err := c.Get("http://127.0.0.1:8222/healthz?js-enabled-only=true")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintln(os.Stderr, "nats health:", resp.Status)
+		return 1
+	}
+	return 0
+}
