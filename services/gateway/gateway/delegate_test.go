@@ -33,7 +33,8 @@ func TestDocumentGroupVersion(t *testing.T) {
 		{"/api/v1/pods", ""},
 		{"/apis/apps/v1/deployments", ""},
 		{"/openapi/v2", ""},
-		{"/openapi/v3/apis/apps/v1", ""},
+		{"/openapi/v3/apis/apps/v1", "apps/v1"},
+		{"/openapi/v3/api/v1", "v1"},
 		{"/", ""},
 		{"", ""},
 	}

@@ -151,6 +151,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	g.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	requests := newRequestMetrics(g.metrics)
 	g.metrics.MustRegister(newStartupCollector(g))
+	g.router.perInstance = newBackendRequestsMetric(g.metrics)
 
 	rest := runtime.NewServeMux()
 	if err := lifecyclev1.RegisterLifecycleServiceHandlerServer(context.Background(), rest, lapi); err != nil {

@@ -9,6 +9,7 @@ import (
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/rpcstatus"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -29,11 +30,31 @@ type router struct {
 	reg  *lifecycle.Registry
 	pool *connPool
 	rr   sync.Map // service -> *atomic.Uint64
+	// perInstance counts requests each backend instance served (nil: not counted).
+	perInstance *prometheus.CounterVec
+}
+
+// newBackendRequestsMetric counts delegated requests per backend instance, so spreading
+// over replicas is visible (instances are few and expire with their lifecycle state).
+func newBackendRequestsMetric(reg prometheus.Registerer) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apichain_gateway_backend_requests_total",
+		Help: "Requests delegated to each backend instance that served them.",
+	}, []string{"service", "instance"})
+	reg.MustRegister(c)
+	return c
+}
+
+func (rt *router) served(t target) {
+	if rt.perInstance != nil {
+		rt.perInstance.WithLabelValues(t.service, t.instance).Inc()
+	}
 }
 
 type target struct {
-	service string
-	addr    string
+	service  string
+	instance string
+	addr     string
 }
 
 // plan lists the delegates to try in order. When some service serves gv, only that service's
@@ -75,7 +96,7 @@ func (rt *router) rotate(svc string, insts []*lifecyclev1.InstanceState) []targe
 	out := make([]target, 0, len(insts))
 	for i := range insts {
 		st := insts[(start+i)%len(insts)]
-		out = append(out, target{service: svc, addr: st.GetAddress()})
+		out = append(out, target{service: svc, instance: st.GetInstanceId(), addr: st.GetAddress()})
 	}
 	return out
 }
@@ -117,6 +138,7 @@ func invoke[T any](ctx context.Context, rt *router, gv string, fn func(ctx conte
 		resp, err := fn(ctx, conn)
 		switch {
 		case err == nil:
+			rt.served(t)
 			return resp, nil
 		case rpcstatus.IsNotServed(err):
 			skipService = t.service

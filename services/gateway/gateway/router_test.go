@@ -280,7 +280,7 @@ func TestRouterAnyInstance(t *testing.T) {
 	)...)
 	got, ok := rt.anyInstance("core")
 	require.True(t, ok)
-	assert.Equal(t, target{service: "core", addr: addr("core", "b")}, got)
+	assert.Equal(t, target{service: "core", instance: "b", addr: addr("core", "b")}, got)
 
 	_, ok = rt.anyInstance("extensions")
 	assert.False(t, ok, "shutting down")
