@@ -3,11 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,6 +80,7 @@ func startStack(t *testing.T) (*stack, *kubernetes.Clientset, *rest.Config) {
 	s.run(30*time.Minute, "make", "up")
 	cfg, err := clientcmd.BuildConfigFromFlags(fmt.Sprintf("https://127.0.0.1:%d", s.port), filepath.Join(s.dir, "admin.kubeconfig"))
 	require.NoError(t, err)
+	cfg.QPS, cfg.Burst = -1, 0 // the load generator must not be throttled on the client
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
 	return s, cs, cfg
@@ -90,8 +93,9 @@ func (s *stack) kubectl(args ...string) string {
 }
 
 // The compose stack comes up from nothing, kubectl and client-go use it, core scales to
-// three replicas that all get traffic, and it goes away cleanly.
-func TestComposeStackScale(t *testing.T) {
+// three replicas that all get traffic, survives a rolling restart and a SIGKILL under load
+// without losing acknowledged writes, keeps serving without NATS, and goes away cleanly.
+func TestComposeStack(t *testing.T) {
 	s, cs, cfg := startStack(t)
 	out := s.kubectl("get", "--raw", "/readyz?verbose")
 	for _, want := range []string{"[+]core ok (1/1 instances ready)", "[+]extensions ok (1/1", "[+]aggregator ok (1/1", "[+]lifecycle ok (from NATS)"} {
@@ -135,4 +139,138 @@ func TestComposeStackScale(t *testing.T) {
 		}
 	}
 	assert.Len(t, instances, 3, "requests reach all three core replicas:\n%s", metrics)
+
+	t.Run("rolling restart under load", func(t *testing.T) {
+		load := startLoad(t, cs, "compose", "roll")
+		for _, id := range s.containers("core") {
+			s.run(2*time.Minute, "docker", "stop", "-t", "30", id) // SIGTERM, then the graceful drain
+			s.run(time.Minute, "docker", "start", id)
+			s.waitReadyInstances(hc, cfg, "core", 3)
+		}
+		load.stopAndCheck(t, false)
+	})
+
+	t.Run("SIGKILL of a core replica under load", func(t *testing.T) {
+		load := startLoad(t, cs, "compose", "kill")
+		victim := s.containers("core")[0]
+		s.run(time.Minute, "docker", "kill", "--signal", "KILL", victim)
+		killed := time.Now()
+		s.waitReadyInstances(hc, cfg, "core", 2)
+		t.Logf("the gateway stopped routing to the killed replica after %s", time.Since(killed).Round(100*time.Millisecond))
+		assert.Less(t, time.Since(killed), 15*time.Second)
+		load.stopAndCheck(t, true)
+		s.run(time.Minute, "docker", "start", victim)
+		s.waitReadyInstances(hc, cfg, "core", 3)
+	})
+
+	t.Run("NATS stopped and back", func(t *testing.T) {
+		nats := s.containers("nats")[0]
+		s.run(time.Minute, "docker", "stop", nats)
+		require.Eventually(t, func() bool {
+			code, body, _ := doGet(t, hc, cfg.Host+"/readyz?verbose")
+			return code == 200 && strings.Contains(body, "NATS unreachable: readiness from grpc.health.v1 fallback")
+		}, 2*time.Minute, time.Second, "readiness falls back to gRPC health and says so")
+		for i := 0; i < 20; i++ {
+			_, err := cs.CoreV1().ConfigMaps("compose").Get(ctx, "c1", metav1.GetOptions{})
+			require.NoError(t, err, "the API keeps serving without NATS")
+		}
+		s.run(time.Minute, "docker", "start", nats)
+		require.Eventually(t, func() bool {
+			code, body, _ := doGet(t, hc, cfg.Host+"/readyz?verbose")
+			return code == 200 && strings.Contains(body, "[+]lifecycle ok (from NATS)") && strings.Contains(body, "[+]core ok (3/3")
+		}, 2*time.Minute, time.Second, "readiness over NATS resumes")
+	})
+}
+
+// containers lists the running containers of a compose service.
+func (s *stack) containers(service string) []string {
+	s.t.Helper()
+	out := s.run(time.Minute, "docker", "ps", "-q", "--filter", "label=com.docker.compose.project="+composeProject,
+		"--filter", "label=com.docker.compose.service="+service)
+	ids := strings.Fields(out)
+	require.NotEmpty(s.t, ids, "no %s containers", service)
+	return ids
+}
+
+func (s *stack) waitReadyInstances(hc *http.Client, cfg *rest.Config, service string, n int) {
+	s.t.Helper()
+	want := fmt.Sprintf("[+]%s ok (%d/%d instances ready)", service, n, n)
+	require.Eventually(s.t, func() bool {
+		code, body, _ := doGet(s.t, hc, cfg.Host+"/readyz?verbose")
+		return code == 200 && strings.Contains(body, want)
+	}, 3*time.Minute, 250*time.Millisecond, "waiting for %q", want)
+}
+
+// load creates and reads ConfigMaps from several workers until stopped, recording every
+// create the server acknowledged and every failure a kube client would see (client-go
+// already retries 429 and 503 with Retry-After).
+type load struct {
+	cs      *kubernetes.Clientset
+	ns      string
+	stop    chan struct{}
+	done    sync.WaitGroup
+	mu      sync.Mutex
+	acked   []string
+	failed  []error
+	started time.Time
+}
+
+func startLoad(t *testing.T, cs *kubernetes.Clientset, ns, prefix string) *load {
+	l := &load{cs: cs, ns: ns, stop: make(chan struct{}), started: time.Now()}
+	for w := 0; w < 6; w++ {
+		l.done.Add(1)
+		go func() {
+			defer l.done.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				name := fmt.Sprintf("%s-%d-%d", prefix, w, i)
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+				if err == nil {
+					_, err = cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+				}
+				cancel()
+				l.mu.Lock()
+				if err == nil {
+					l.acked = append(l.acked, name)
+				} else {
+					l.failed = append(l.failed, fmt.Errorf("%s: %w", name, err))
+				}
+				l.mu.Unlock()
+			}
+		}()
+	}
+	return l
+}
+
+// stopAndCheck ends the load; every acknowledged create must exist. tolerateFailures allows
+// requests that failed (a killed replica may take in-flight requests with it) but never a
+// lost acknowledged write.
+func (l *load) stopAndCheck(t *testing.T, tolerateFailures bool) {
+	close(l.stop)
+	l.done.Wait()
+	t.Logf("load: %d acknowledged creates, %d failed requests in %s", len(l.acked), len(l.failed), time.Since(l.started).Round(time.Second))
+	for i, err := range l.failed {
+		if i == 5 {
+			break
+		}
+		t.Logf("failed: %v", err)
+	}
+	require.NotEmpty(t, l.acked)
+	if !tolerateFailures {
+		assert.Empty(t, l.failed, "no failed requests during a rolling restart")
+	}
+	list, err := l.cs.CoreV1().ConfigMaps(l.ns).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	present := map[string]bool{}
+	for _, cm := range list.Items {
+		present[cm.Name] = true
+	}
+	for _, name := range l.acked {
+		assert.True(t, present[name], "acknowledged create %s lost", name)
+	}
 }
