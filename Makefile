@@ -11,7 +11,7 @@ GRPC_GATEWAY_VERSION := v2.33.0
 # Go module proxy, so codegen needs no other network source.
 GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
 
-MODULES := gen pkg services/gateway services/core services/extensions services/aggregator cmd/apichain deploy/images test/e2e
+MODULES := gen pkg services/gateway services/core services/extensions services/aggregator cmd/apichain cmd/apichain-bench deploy/images test/e2e
 PKGS := $(addprefix ./,$(addsuffix /...,$(MODULES)))
 
 .PHONY: compose-bin images up down all build test test-short vet fmt lint generate check-generate tools googleapis bench bench-startup run clean
