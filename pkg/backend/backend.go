@@ -123,14 +123,9 @@ func advertise(configured string, bound net.Addr) string {
 	return net.JoinHostPort(host, strconv.Itoa(tcp.Port))
 }
 
-// SetOpenAPI builds the OpenAPI documents this backend serves for its kinds.
-func (b *Backend) SetOpenAPI(kinds []openapi.Kind) error {
-	docs, err := buildOpenAPI(kinds)
-	if err != nil {
-		return err
-	}
-	b.discovery.openapi = docs
-	return nil
+// SetOpenAPI serves OpenAPI documents for kinds; they are built in the background.
+func (b *Backend) SetOpenAPI(kinds []openapi.Kind) {
+	b.discovery.openapi = newLazyOpenAPI(kinds)
 }
 
 // SetResources installs the ResourceService implementation (default: nothing is served).

@@ -18,7 +18,7 @@ import (
 type Discovery struct {
 	discoveryv1.UnimplementedDiscoveryServiceServer
 	served  []*discoveryv1.GroupVersion
-	openapi *openAPIDocs
+	openapi *lazyOpenAPI
 }
 
 // NewDiscovery serves the given group/versions (in preference order per group).
@@ -49,8 +49,14 @@ func (d *Discovery) ListServed(context.Context, *discoveryv1.ListServedRequest) 
 // GetDocument returns this server's discovery documents by path.
 func (d *Discovery) GetDocument(_ context.Context, req *discoveryv1.GetDocumentRequest) (*httpbody.HttpBody, error) {
 	path := strings.TrimSuffix(req.GetPath(), "/")
-	if doc, ok := d.openapi.document(path, req.GetAccept()); ok {
-		return doc, nil
+	if strings.HasPrefix(path, "/openapi/") {
+		docs, err := d.openapi.get()
+		if err != nil {
+			return nil, err
+		}
+		if doc, ok := docs.document(path, req.GetAccept()); ok {
+			return doc, nil
+		}
 	}
 	if (path == "/api" || path == "/apis") && discovery.WantsAggregated(req.GetAccept()) {
 		data, err := json.Marshal(d.aggregated(path == "/api"))

@@ -3,6 +3,7 @@ package backend
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/apichain/apichain/pkg/openapi"
 	"google.golang.org/genproto/googleapis/api/httpbody"
@@ -45,6 +46,30 @@ func buildOpenAPI(kinds []openapi.Kind) (*openAPIDocs, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// lazyOpenAPI builds the documents in the background from the moment they are set, so
+// building them (reflection over every kind) stays off the startup path; the first request
+// for one waits for it.
+type lazyOpenAPI struct {
+	once  sync.Once
+	kinds []openapi.Kind
+	docs  *openAPIDocs
+	err   error
+}
+
+func newLazyOpenAPI(kinds []openapi.Kind) *lazyOpenAPI {
+	l := &lazyOpenAPI{kinds: kinds}
+	go l.get()
+	return l
+}
+
+func (l *lazyOpenAPI) get() (*openAPIDocs, error) {
+	if l == nil {
+		return nil, nil
+	}
+	l.once.Do(func() { l.docs, l.err = buildOpenAPI(l.kinds) })
+	return l.docs, l.err
 }
 
 // document answers an /openapi path, or false when this backend has no such document.

@@ -52,6 +52,7 @@ type watchCache struct {
 
 type cacheWatcher struct {
 	ch     chan cacheEvent
+	prefix string // the watch's key prefix: one namespace's, or the resource's
 	closed bool
 }
 
@@ -131,6 +132,9 @@ func (c *watchCache) apply(ev storage.Event) error {
 	}
 	c.rev = ev.ModRevision
 	for w := range c.watchers {
+		if !strings.HasPrefix(ce.key, w.prefix) {
+			continue // another namespace's object
+		}
 		select {
 		case w.ch <- ce:
 		default: // too slow: end its watch; the client resumes from its last version
@@ -249,7 +253,7 @@ func (c *watchCache) watch(keyPrefix string, from int64, replay bool) ([]cacheEv
 			}
 		}
 	}
-	w := &cacheWatcher{ch: make(chan cacheEvent, watcherBuffer)}
+	w := &cacheWatcher{ch: make(chan cacheEvent, watcherBuffer), prefix: keyPrefix}
 	c.watchers[w] = struct{}{}
 	return initial, w, c.rev, nil
 }

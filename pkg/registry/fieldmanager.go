@@ -85,6 +85,10 @@ func managerFrom(ctx context.Context) string {
 	return m
 }
 
+// WarmUp builds what the first writes need (the field managers' type converter) in the
+// background, so neither startup nor the first request pays for it.
+func (h *Handler) WarmUp() { go h.managers() }
+
 // managers returns the handler's field managers, built on first use; nil if the kinds'
 // schemas cannot be typed (tracking is then skipped and apply is refused).
 func (h *Handler) managers() *fieldManagers {

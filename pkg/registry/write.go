@@ -408,7 +408,19 @@ func patchSetsRV(patch []byte) bool {
 	return json.Unmarshal(patch, &m) == nil && m.Metadata.ResourceVersion != nil
 }
 
-func applyPatch(pt string, original, patch []byte, dataStruct runtime.Object) ([]byte, error) {
+func applyPatch(pt string, original, patch []byte, dataStruct runtime.Object) (_ []byte, err error) {
+	// The patch libraries panic on some malformed patches (json-patch: a root "replace"
+	// without a value). That is the client's error; it must not take the server down.
+	defer func() {
+		if p := recover(); p != nil {
+			msg := fmt.Sprintf("the patch could not be applied: %v", p)
+			if pt == jsonPatchType {
+				err = apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", metav1GR, "", msg, 0, false)
+			} else {
+				err = apierrors.NewBadRequest(msg)
+			}
+		}
+	}()
 	switch pt {
 	case jsonPatchType:
 		p, err := jsonpatch.DecodePatch(patch)

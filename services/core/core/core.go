@@ -36,10 +36,9 @@ func Setup(b *backend.Backend) error {
 		return err
 	}
 	set := registry.NewSet(Resources()...)
-	if err := b.SetOpenAPI(set.OpenAPIKinds()); err != nil {
-		return err
-	}
+	b.SetOpenAPI(set.OpenAPIKinds())
 	h := registry.NewHandler(scheme, set, storage.NewStore(b.Etcd), b.Stopping())
+	h.WarmUp()
 	b.SetResources(h)
 	if err := b.Server.AddPostStartHook("start-system-namespaces-controller", func(ctx context.Context) error {
 		if err := storage.WaitReady(ctx, b.Etcd); err != nil {

@@ -1,0 +1,225 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func deleteReq(r *Resource, namespace, name string, opts *metav1.DeleteOptions) *resourcev1.DeleteRequest {
+	req := &resourcev1.DeleteRequest{Ref: ref(r, namespace, name)}
+	if opts != nil {
+		opts.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "DeleteOptions"}
+		data, _ := json.Marshal(opts)
+		req.Body = &resourcev1.Body{ContentType: MediaJSON, Data: data}
+	}
+	return req
+}
+
+func TestDeleteImmediately(t *testing.T) {
+	ns := newNamespace(t)
+	created := create(t, cmResource, ns, configMap("gone", nil))
+	resp, err := testH.Delete(context.Background(), deleteReq(cmResource, ns, "gone", nil))
+	require.NoError(t, err)
+	assert.EqualValues(t, 200, resp.GetCode())
+	out := &corev1.ConfigMap{}
+	decode(t, resp.GetBody(), out)
+	assert.Equal(t, created.UID, out.UID)
+	_, err = testH.Get(context.Background(), &resourcev1.GetRequest{Ref: ref(cmResource, ns, "gone")})
+	requireStatus(t, err, 404, metav1.StatusReasonNotFound)
+	_, err = testH.Delete(context.Background(), deleteReq(cmResource, ns, "gone", nil))
+	requireStatus(t, err, 404, metav1.StatusReasonNotFound)
+}
+
+func TestDeleteWithFinalizers(t *testing.T) {
+	ns := newNamespace(t)
+	cm := configMap("held", nil)
+	cm.Finalizers = []string{"example.com/hold"}
+	create(t, cmResource, ns, cm)
+
+	resp, err := testH.Delete(context.Background(), deleteReq(cmResource, ns, "held", nil))
+	require.NoError(t, err)
+	assert.EqualValues(t, 202, resp.GetCode())
+	out := &corev1.ConfigMap{}
+	decode(t, resp.GetBody(), out)
+	require.NotNil(t, out.DeletionTimestamp)
+	require.NotNil(t, out.DeletionGracePeriodSeconds)
+	assert.Zero(t, *out.DeletionGracePeriodSeconds)
+
+	held := get[*corev1.ConfigMap](t, cmResource, ns, "held")
+	require.NotNil(t, held.DeletionTimestamp)
+	assert.Equal(t, out.ResourceVersion, held.ResourceVersion)
+
+	// Deleting again changes nothing.
+	resp, err = testH.Delete(context.Background(), deleteReq(cmResource, ns, "held", nil))
+	require.NoError(t, err)
+	assert.EqualValues(t, 202, resp.GetCode())
+	assert.Equal(t, held.ResourceVersion, get[*corev1.ConfigMap](t, cmResource, ns, "held").ResourceVersion)
+
+	// No new finalizers on an object being deleted.
+	more := held.DeepCopy()
+	more.Finalizers = append(more.Finalizers, "example.com/more")
+	_, err = update(t, cmResource, ns, "held", more)
+	requireStatus(t, err, 422, metav1.StatusReasonInvalid)
+
+	// The client cannot clear the deletionTimestamp.
+	cleared := held.DeepCopy()
+	cleared.DeletionTimestamp = nil
+	cleared.Labels = map[string]string{"still": "deleting"}
+	cleared, err = update(t, cmResource, ns, "held", cleared)
+	require.NoError(t, err)
+	assert.NotNil(t, cleared.DeletionTimestamp)
+
+	// Removing the last finalizer deletes it.
+	cleared.Finalizers = nil
+	_, err = update(t, cmResource, ns, "held", cleared)
+	require.NoError(t, err)
+	_, err = testH.Get(context.Background(), &resourcev1.GetRequest{Ref: ref(cmResource, ns, "held")})
+	requireStatus(t, err, 404, metav1.StatusReasonNotFound)
+}
+
+func TestDeleteFinalizerRemovedByPatch(t *testing.T) {
+	ns := newNamespace(t)
+	d := deployment("held", 1)
+	d.Finalizers = []string{"example.com/a", "example.com/b"}
+	create(t, deployResource, ns, d)
+	resp, err := testH.Delete(context.Background(), deleteReq(deployResource, ns, "held", nil))
+	require.NoError(t, err)
+	assert.EqualValues(t, 202, resp.GetCode())
+	out := &appsv1.Deployment{}
+	decode(t, resp.GetBody(), out)
+	assert.EqualValues(t, 2, out.Generation, "generation bumps when deletion starts")
+
+	_, err = patch(deployResource, ns, "held", jsonPatchType, `[{"op":"remove","path":"/metadata/finalizers/0"}]`)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"example.com/b"}, get[*appsv1.Deployment](t, deployResource, ns, "held").Finalizers)
+	_, err = patch(deployResource, ns, "held", mergePatchType, `{"metadata":{"finalizers":null}}`)
+	require.NoError(t, err)
+	_, err = testH.Get(context.Background(), &resourcev1.GetRequest{Ref: ref(deployResource, ns, "held")})
+	requireStatus(t, err, 404, metav1.StatusReasonNotFound)
+}
+
+func TestDeletePreconditions(t *testing.T) {
+	ns := newNamespace(t)
+	created := create(t, cmResource, ns, configMap("pre", nil))
+	wrongUID := types.UID("00000000-0000-0000-0000-000000000000")
+	staleRV := "1"
+
+	tests := []struct {
+		name string
+		pre  *metav1.Preconditions
+	}{
+		{"uid", &metav1.Preconditions{UID: &wrongUID}},
+		{"resourceVersion", &metav1.Preconditions{ResourceVersion: &staleRV}},
+		{"both, uid right", &metav1.Preconditions{UID: &created.UID, ResourceVersion: &staleRV}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := testH.Delete(context.Background(), deleteReq(cmResource, ns, "pre", &metav1.DeleteOptions{Preconditions: tc.pre}))
+			st := requireStatus(t, err, 409, metav1.StatusReasonConflict)
+			assert.Contains(t, st.Message, "Precondition failed")
+		})
+	}
+	get[*corev1.ConfigMap](t, cmResource, ns, "pre")
+
+	resp, err := testH.Delete(context.Background(), deleteReq(cmResource, ns, "pre",
+		&metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &created.UID, ResourceVersion: &created.ResourceVersion}}))
+	require.NoError(t, err)
+	assert.EqualValues(t, 200, resp.GetCode())
+}
+
+func TestDeleteOptionsErrors(t *testing.T) {
+	ns := newNamespace(t)
+	create(t, cmResource, ns, configMap("opts", nil))
+	for name, body := range map[string]*resourcev1.Body{
+		"malformed":          {ContentType: MediaJSON, Data: []byte(`{"preconditions":`)},
+		"bad propagation":    {ContentType: MediaJSON, Data: []byte(`{"propagationPolicy":"Sideways"}`)},
+		"wrong kind":         {ContentType: MediaJSON, Data: []byte(`{"kind":"ConfigMap","apiVersion":"v1"}`)},
+		"unknown media type": {ContentType: "text/plain", Data: []byte(`x`)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := testH.Delete(context.Background(), &resourcev1.DeleteRequest{Ref: ref(cmResource, ns, "opts"), Body: body})
+			st := kubeStatus(t, err)
+			assert.True(t, st.Code == 400 || st.Code == 415, "%+v", st)
+		})
+	}
+	get[*corev1.ConfigMap](t, cmResource, ns, "opts")
+}
+
+func TestDeleteDryRun(t *testing.T) {
+	ns := newNamespace(t)
+	create(t, cmResource, ns, configMap("dry", nil))
+	rev := currentRevision(t)
+	resp, err := testH.Delete(context.Background(), &resourcev1.DeleteRequest{Ref: ref(cmResource, ns, "dry"),
+		Options: &resourcev1.DeleteOptions{DryRun: []string{"All"}}})
+	require.NoError(t, err)
+	assert.EqualValues(t, 200, resp.GetCode())
+	_, err = testH.Delete(context.Background(), deleteReq(cmResource, ns, "dry", &metav1.DeleteOptions{DryRun: []string{"All"}}))
+	require.NoError(t, err)
+	assert.Equal(t, rev, currentRevision(t))
+	get[*corev1.ConfigMap](t, cmResource, ns, "dry")
+}
+
+func TestDeleteCollection(t *testing.T) {
+	ns := newNamespace(t)
+	for i := range 5 {
+		cm := configMap(fmt.Sprintf("dc-%d", i), nil)
+		cm.Labels = map[string]string{"app": "a"}
+		if i >= 3 {
+			cm.Labels["app"] = "b"
+		}
+		create(t, cmResource, ns, cm)
+	}
+	held := configMap("dc-held", nil)
+	held.Labels = map[string]string{"app": "a"}
+	held.Finalizers = []string{"example.com/hold"}
+	create(t, cmResource, ns, held)
+	other := newNamespace(t)
+	elsewhere := configMap("dc-0", nil)
+	elsewhere.Labels = map[string]string{"app": "a"}
+	create(t, cmResource, other, elsewhere)
+
+	// dry run first: nothing goes.
+	_, err := testH.DeleteCollection(context.Background(), &resourcev1.DeleteCollectionRequest{Ref: ref(cmResource, ns, ""),
+		ListOptions: &resourcev1.ListOptions{LabelSelector: "app=a"}, Options: &resourcev1.DeleteOptions{DryRun: []string{"All"}}})
+	require.NoError(t, err)
+	assert.Len(t, listCMs(t, ns, "").Items, 6)
+
+	resp, err := testH.DeleteCollection(context.Background(), &resourcev1.DeleteCollectionRequest{Ref: ref(cmResource, ns, ""),
+		ListOptions: &resourcev1.ListOptions{LabelSelector: "app=a"}})
+	require.NoError(t, err)
+	deleted := &corev1.ConfigMapList{}
+	decode(t, resp.GetBody(), deleted)
+	assert.Equal(t, "ConfigMapList", deleted.Kind)
+	assert.ElementsMatch(t, []string{"dc-0", "dc-1", "dc-2", "dc-held"}, names(deleted.Items))
+
+	left := listCMs(t, ns, "")
+	assert.ElementsMatch(t, []string{"dc-3", "dc-4", "dc-held"}, names(left.Items))
+	for _, cm := range left.Items {
+		if cm.Name == "dc-held" {
+			assert.NotNil(t, cm.DeletionTimestamp, "a held object is only marked")
+		}
+	}
+	assert.Len(t, listCMs(t, other, "").Items, 1, "other namespaces are untouched")
+
+	_, err = testH.DeleteCollection(context.Background(), &resourcev1.DeleteCollectionRequest{Ref: ref(cmResource, ns, ""),
+		ListOptions: &resourcev1.ListOptions{FieldSelector: "data.x=1"}})
+	requireStatus(t, err, 400, metav1.StatusReasonBadRequest)
+}
+
+func names(items []corev1.ConfigMap) []string {
+	out := []string{}
+	for _, cm := range items {
+		out = append(out, cm.Name)
+	}
+	return out
+}
