@@ -16,6 +16,7 @@ import (
 	"github.com/apichain/apichain/pkg/caller"
 	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/embedded"
+	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -268,4 +269,20 @@ func peerWithCN(t *testing.T, cn string) context.Context {
 	require.NoError(t, err)
 	info := credentials.TLSInfo{State: tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf, ca.Cert}}}}
 	return peer.NewContext(context.Background(), &peer.Peer{AuthInfo: info})
+}
+
+// A panicking handler answers that request with a 500 Status; the backend keeps serving.
+func TestPanicRecovery(t *testing.T) {
+	b := &Backend{Server: server.New("core", server.DefaultOptions(), discardLog()), Log: discardLog()}
+	ctx := peerWithCN(t, caller.GatewayCommonName)
+	info := &grpc.UnaryServerInfo{FullMethod: "/apichain.resource.v1.ResourceService/Patch"}
+	_, err := b.unaryInterceptor(ctx, nil, info, func(context.Context, any) (any, error) { panic("boom") })
+	require.Error(t, err)
+	st := rpcstatus.ToKube(err)
+	assert.EqualValues(t, 500, st.Code)
+	assert.Contains(t, st.Message, "panic")
+
+	resp, err := b.unaryInterceptor(ctx, nil, info, func(context.Context, any) (any, error) { return "fine", nil })
+	require.NoError(t, err)
+	assert.Equal(t, "fine", resp)
 }

@@ -3,12 +3,16 @@ package backend
 import (
 	"context"
 	"net"
+	"net/http"
+	"runtime/debug"
 	"os"
 
 	"github.com/apichain/apichain/pkg/caller"
+	"github.com/apichain/apichain/pkg/rpcstatus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 var (
@@ -52,13 +56,26 @@ func (b *Backend) admit(ctx context.Context, method string) (context.Context, fu
 	return ctx, b.Server.InFlight.Done, nil
 }
 
-func (b *Backend) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+func (b *Backend) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
 	ctx, done, err := b.admit(ctx, info.FullMethod)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
+	defer b.recoverPanic(info.FullMethod, &err)
 	return h(ctx, req)
+}
+
+// recoverPanic turns a handler panic into a 500 Status for that request alone, as kube's
+// panic recovery filter does: one bad request must not take the backend down.
+func (b *Backend) recoverPanic(method string, err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	b.Log.Error("request handler panicked", "method", method, "panic", r, "stack", string(debug.Stack()))
+	*err = rpcstatus.FromKube(rpcstatus.NewStatus(http.StatusInternalServerError, metav1.StatusReasonInternalError,
+		"This request caused apiserver to panic. Look in the logs for details."))
 }
 
 type ctxStream struct {
@@ -68,11 +85,12 @@ type ctxStream struct {
 
 func (s ctxStream) Context() context.Context { return s.ctx }
 
-func (b *Backend) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+func (b *Backend) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
 	ctx, done, err := b.admit(ss.Context(), info.FullMethod)
 	if err != nil {
 		return err
 	}
 	defer done()
+	defer b.recoverPanic(info.FullMethod, &err)
 	return h(srv, ctxStream{ServerStream: ss, ctx: ctx})
 }

@@ -134,25 +134,18 @@ func (h *Handler) delete(ctx context.Context, r *Resource, ref *resourcev1.Resou
 			return current, false, nil
 		}
 		obj, err := h.finalDelete(ctx, r, ref, current, kv.ModRevision)
-		if err == errRetry && attempt < 10 {
+		if apierrors.IsConflict(err) && attempt < 10 {
 			continue
 		}
 		return obj, err == nil, err
 	}
 }
 
-type retryError struct{}
-
-func (retryError) Error() string { return "retry" }
-
-var errRetry error = retryError{}
-
 // finalDelete removes obj's key if it is still at rev.
 func (h *Handler) finalDelete(ctx context.Context, r *Resource, ref *resourcev1.ResourceRef, obj runtime.Object, rev int64) (runtime.Object, error) {
+	// A conflict (the object changed since it was read) is a 409 the callers retry a few
+	// times before giving it to the client.
 	newRev, err := h.store.Delete(ctx, key(r, ref.GetNamespace(), ref.GetName()), rev)
-	if err == storage.ErrConflict {
-		return nil, errRetry
-	}
 	if err != nil {
 		return nil, storeError(err, r.GroupResource(), ref.GetName())
 	}

@@ -215,7 +215,7 @@ func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.Resou
 		// The last finalizer gone from an object being deleted: it goes away now.
 		if acc.GetDeletionTimestamp() != nil && !pendingDeletion(r, next) {
 			obj, err := h.finalDelete(ctx, r, ref, next, kv.ModRevision)
-			if err == errRetry && attempt < 10 {
+			if apierrors.IsConflict(err) && attempt < 10 {
 				continue
 			}
 			return obj, err
