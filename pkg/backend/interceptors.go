@@ -4,8 +4,8 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"runtime/debug"
 	"os"
+	"runtime/debug"
 
 	"github.com/apichain/apichain/pkg/caller"
 	"github.com/apichain/apichain/pkg/rpcstatus"
