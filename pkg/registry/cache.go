@@ -93,6 +93,7 @@ func (c *watchCache) sync(ctx context.Context) error {
 	c.objects, c.rev, c.ready, c.events = objects, page.Revision, true, nil
 	c.notifyLocked()
 	c.mu.Unlock()
+	c.log.Info("Caches are synced", "resource", c.r.GroupResource().String(), "objects", len(objects), "resourceVersion", page.Revision)
 	for ev := range c.h.store.Watch(ctx, prefix(c.r, ""), page.Revision) {
 		if ev.Err != nil {
 			return ev.Err

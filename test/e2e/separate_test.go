@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -14,6 +15,10 @@ import (
 	"github.com/apichain/apichain/pkg/embedded"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 )
 
 // cluster is the services as separate processes around one real etcd and one real NATS.
@@ -101,4 +106,37 @@ func TestSeparateProcessesKillRestartAndNATSLoss(t *testing.T) {
 		assert.Equal(t, 0, p.wait(30*time.Second), fmt.Sprintf("%s exits cleanly", name))
 	}
 	assert.False(t, strings.Contains(c.gateway.output(), "panic"), "no panics")
+}
+
+// An informer survives its watch ending: core restarts (gracefully, so its watches end and
+// its cache goes away), the informer re-lists and re-watches, and sees what happened meanwhile.
+func TestInformerSurvivesWatchRestart(t *testing.T) {
+	c := startCluster(t)
+	cs := clientset(t, c.client)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	createNamespace(t, cs, "survive")
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("survive"))
+	inf := factory.Core().V1().ConfigMaps().Informer()
+	factory.Start(ctx.Done())
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), inf.HasSynced))
+	cms := cs.CoreV1().ConfigMaps("survive")
+	_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, ok, _ := inf.GetStore().GetByKey("survive/before"); return ok }, 15*time.Second, 20*time.Millisecond)
+
+	core := c.backends["core"]
+	core.signal(syscall.SIGTERM)
+	require.Equal(t, 0, core.wait(30*time.Second))
+	c.startBackend("core")
+	c.client.eventuallyBody("/readyz?verbose", http.StatusOK, 30*time.Second, "[+]core ok (1/1 instances ready)")
+
+	_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, cms.Delete(ctx, "before", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		_, after, _ := inf.GetStore().GetByKey("survive/after")
+		_, before, _ := inf.GetStore().GetByKey("survive/before")
+		return after && !before
+	}, 60*time.Second, 50*time.Millisecond, "the informer sees changes made after its watch restarted")
 }
