@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -126,7 +127,7 @@ func (s *Scheme) decode(data []byte, contentType string, into runtime.Object, gv
 	}
 	out, got, err := s.Codecs.DecoderToVersion(ser, gvk.GroupVersion()).Decode(data, &gvk, into)
 	if err != nil {
-		return apierrors.NewBadRequest(err.Error())
+		return &decodeError{StatusError: apierrors.NewBadRequest(err.Error()), cause: err}
 	}
 	if got != nil && (got.Kind != gvk.Kind || got.GroupVersion() != gvk.GroupVersion()) {
 		return apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", got.GroupVersion(), gvk.GroupVersion()))
@@ -143,4 +144,31 @@ func unsupportedMediaType(accepted ...string) error {
 		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
 		Message: "the body of the request was in an unknown format - accepted media types include: " + strings.Join(accepted, ", "),
 	}}
+}
+
+// decodeError is a 400 that keeps the decoder's error, so strict-decoding findings can become
+// warnings.
+type decodeError struct {
+	*apierrors.StatusError
+	cause error
+}
+
+func (e *decodeError) Unwrap() error { return e.cause }
+
+// strictWarnings lists the unknown and duplicate fields a strict decode found; empty for any
+// other error.
+func strictWarnings(err error) []string {
+	var de *decodeError
+	if !errors.As(err, &de) {
+		return nil
+	}
+	sde, ok := runtime.AsStrictDecodingError(de.cause)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, e := range sde.Errors() {
+		out = append(out, e.Error())
+	}
+	return out
 }

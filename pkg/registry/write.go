@@ -21,14 +21,26 @@ import (
 )
 
 // decodeBody reads a create/update body, strictly when fieldValidation=Strict.
-func (h *Handler) decodeBody(r *Resource, body *resourcev1.Body, opts *resourcev1.WriteOptions, into runtime.Object) error {
+// With fieldValidation Warn (the default) unknown and duplicate fields are dropped and
+// reported as warnings; Strict rejects them; Ignore drops them silently.
+func (h *Handler) decodeBody(ctx context.Context, r *Resource, body *resourcev1.Body, opts *resourcev1.WriteOptions, into runtime.Object) error {
 	if len(body.GetData()) == 0 {
 		return apierrors.NewBadRequest("the body of the request is empty")
 	}
-	if err := validateFieldValidation(opts.GetFieldValidation()); err != nil {
+	fv := opts.GetFieldValidation()
+	if err := validateFieldValidation(fv); err != nil {
 		return err
 	}
-	return h.scheme.decode(body.GetData(), body.GetContentType(), into, r.GroupVersion.WithKind(r.Kind), opts.GetFieldValidation() == "Strict")
+	gvk := r.GroupVersion.WithKind(r.Kind)
+	if fv == "" || fv == "Warn" {
+		probe := r.New()
+		if err := h.scheme.decode(body.GetData(), body.GetContentType(), probe, gvk, true); err != nil {
+			if warnings := strictWarnings(err); len(warnings) > 0 {
+				addWarnings(ctx, warnings...)
+			}
+		}
+	}
+	return h.scheme.decode(body.GetData(), body.GetContentType(), into, gvk, fv == "Strict")
 }
 
 func validateFieldValidation(v string) error {
@@ -46,7 +58,7 @@ func (h *Handler) Create(ctx context.Context, req *resourcev1.CreateRequest) (*r
 		return nil, toGRPC(err)
 	}
 	obj := r.New()
-	if err := h.decodeBody(r, req.GetBody(), req.GetOptions(), obj); err != nil {
+	if err := h.decodeBody(ctx, r, req.GetBody(), req.GetOptions(), obj); err != nil {
 		return nil, toGRPC(err)
 	}
 	ctx = withManager(ctx, req.GetOptions().GetFieldManager())
@@ -144,7 +156,7 @@ func (h *Handler) Update(ctx context.Context, req *resourcev1.UpdateRequest) (*r
 		in = sc
 	} else {
 		in = r.New()
-		if err := h.decodeBody(r, req.GetBody(), req.GetOptions(), in); err != nil {
+		if err := h.decodeBody(ctx, r, req.GetBody(), req.GetOptions(), in); err != nil {
 			return nil, toGRPC(err)
 		}
 	}

@@ -16,6 +16,10 @@ import (
 // Domain is the ErrorInfo domain of apichain's own reasons.
 const Domain = "apichain.io"
 
+// WarningMetadataKey carries kube warnings (the HTTP Warning header's text) in gRPC response
+// headers; the gateway turns each into `Warning: 299 - "<text>"`.
+const WarningMetadataKey = "apichain-warning"
+
 // ReasonNotServed says a server does not serve the request; the next delegate should.
 const ReasonNotServed = "NOT_SERVED"
 

@@ -112,6 +112,14 @@ func TestKubectlCoreResources(t *testing.T) {
 	out = k.run("explain", "configmap.data")
 	assert.Contains(t, out, "Data contains the configuration data")
 
+	// Unknown fields: a warning by default (fieldValidation=Warn), an error with Strict.
+	loose := filepath.Join(dir, "loose.yaml")
+	require.NoError(t, os.WriteFile(loose, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: loose\n  namespace: demo\nbogus: 1\n"), 0o600))
+	out = k.run("create", "--validate=warn", "-f", loose)
+	assert.Contains(t, out, `Warning: unknown field "bogus"`)
+	out = k.fails("create", "--validate=strict", "-f", loose)
+	assert.Contains(t, out, `unknown field "bogus"`)
+
 	// Immutable configmaps refuse data changes.
 	k.run("create", "configmap", "frozen", "-n", "demo", "--from-literal=a=b")
 	k.run("patch", "cm", "frozen", "-n", "demo", "--type=merge", "-p", `{"immutable":true}`)

@@ -26,7 +26,7 @@ func (p *connPool) get(addr string) (*grpc.ClientConn, error) {
 	if c, ok := p.conns[addr]; ok {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(p.creds),
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(p.creds), grpc.WithChainUnaryInterceptor(collectWarnings),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
 	if err != nil {
 		return nil, err

@@ -149,6 +149,7 @@ func (g *Gateway) serveResource(ctx context.Context, w http.ResponseWriter, r *h
 		code int32
 		err  error
 	)
+	ctx, warns := withWarnings(ctx)
 	switch info.Verb {
 	case "get":
 		var resp *resourcev1.GetResponse
@@ -206,6 +207,7 @@ func (g *Gateway) serveResource(ctx context.Context, w http.ResponseWriter, r *h
 			fmt.Sprintf("the server does not allow this method on the requested resource (%s %s)", r.Method, r.URL.Path))
 		return
 	}
+	warns.writeHTTP(w.Header())
 	if err != nil {
 		writeDelegationError(w, err)
 		return

@@ -61,18 +61,27 @@ func (p *resourceProxy) List(ctx context.Context, req *resourcev1.ListRequest) (
 }
 
 func (p *resourceProxy) Create(ctx context.Context, req *resourcev1.CreateRequest) (*resourcev1.CreateResponse, error) {
+	wctx, warns := withWarnings(ctx)
+	defer warns.forwardGRPC(ctx)
+	ctx = wctx
 	return chainError(invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.CreateResponse, error) {
 		return client(c).Create(ctx, req)
 	}))
 }
 
 func (p *resourceProxy) Update(ctx context.Context, req *resourcev1.UpdateRequest) (*resourcev1.UpdateResponse, error) {
+	wctx, warns := withWarnings(ctx)
+	defer warns.forwardGRPC(ctx)
+	ctx = wctx
 	return chainError(invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.UpdateResponse, error) {
 		return client(c).Update(ctx, req)
 	}))
 }
 
 func (p *resourceProxy) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*resourcev1.PatchResponse, error) {
+	wctx, warns := withWarnings(ctx)
+	defer warns.forwardGRPC(ctx)
+	ctx = wctx
 	return chainError(invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.PatchResponse, error) {
 		return client(c).Patch(ctx, req)
 	}))

@@ -1,0 +1,68 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/apichain/apichain/pkg/rpcstatus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+)
+
+// warnings collects the kube warnings backends send with their answers during one request.
+type warnings struct {
+	mu   sync.Mutex
+	list []string
+}
+
+type warningsKey struct{}
+
+func withWarnings(ctx context.Context) (context.Context, *warnings) {
+	w := &warnings{}
+	return context.WithValue(ctx, warningsKey{}, w), w
+}
+
+// collectWarnings is the backend connections' interceptor: it reads warnings from each
+// answer's header metadata into the request's collector, if it has one.
+func collectWarnings(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	sink, _ := ctx.Value(warningsKey{}).(*warnings)
+	if sink == nil {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	var md metadata.MD
+	err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Header(&md))...)
+	if ws := md.Get(rpcstatus.WarningMetadataKey); len(ws) > 0 {
+		sink.mu.Lock()
+		sink.list = append(sink.list, ws...)
+		sink.mu.Unlock()
+	}
+	return err
+}
+
+// writeHTTP adds kube's Warning headers (code 299, agent "-").
+func (w *warnings) writeHTTP(h http.Header) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, text := range w.list {
+		h.Add("Warning", "299 - "+strconv.Quote(text))
+	}
+}
+
+// forwardGRPC passes the warnings on to a gRPC client of the gateway.
+func (w *warnings) forwardGRPC(ctx context.Context) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.list) > 0 {
+		_ = grpc.SetHeader(ctx, metadata.Pairs(pairs(w.list)...))
+	}
+}
+
+func pairs(list []string) []string {
+	out := make([]string, 0, 2*len(list))
+	for _, v := range list {
+		out = append(out, rpcstatus.WarningMetadataKey, v)
+	}
+	return out
+}
