@@ -60,6 +60,8 @@ func TestKubectlCoreResources(t *testing.T) {
 	assert.Contains(t, out, "kind: ConfigMap")
 	assert.Regexp(t, `resourceVersion: "\d+"`, out)
 	assert.Regexp(t, `uid: [0-9a-f-]{36}`, out)
+	out = k.run("get", "cm", "c1", "-n", "demo", "-o", "json")
+	assert.Contains(t, out, `"kind": "ConfigMap"`)
 	out = k.run("get", "cm", "c1", "-n", "demo", "-o", "jsonpath={.data.a}")
 	assert.Equal(t, "b", out)
 
