@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"sync"
@@ -83,7 +82,7 @@ func run(ctx context.Context, o *options) error {
 
 	etcdServers := o.etcdServers
 	if len(etcdServers) == 0 {
-		e, err := startEmbeddedEtcd(gw.DataDir)
+		e, err := embedded.StartEtcd(gw.DataDir, 0, 0)
 		if err != nil {
 			return err
 		}
@@ -176,25 +175,4 @@ func run(ctx context.Context, o *options) error {
 	}
 	log.Info("apichain stopped cleanly")
 	return nil
-}
-
-func startEmbeddedEtcd(dir string) (*embedded.Etcd, error) {
-	client, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	peer, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	return embedded.StartEtcd(dir, client, peer)
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

@@ -6,7 +6,6 @@ package backend
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -61,8 +60,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // Complete fills defaults that depend on the environment.
 func (o *Options) Complete() error {
 	if o.InstanceID == "" {
-		host, _ := os.Hostname()
-		o.InstanceID = fmt.Sprintf("%s-%d", host, os.Getpid())
+		o.InstanceID = server.DefaultInstanceID()
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"path/filepath"
 	"time"
@@ -15,8 +16,17 @@ type Etcd struct {
 }
 
 // StartEtcd starts etcd storing under dir/etcd, serving clients on 127.0.0.1:clientPort and
-// peers on 127.0.0.1:peerPort (0 picks free ports).
+// peers on 127.0.0.1:peerPort (0 picks a free port).
 func StartEtcd(dir string, clientPort, peerPort int) (*Etcd, error) {
+	for _, p := range []*int{&clientPort, &peerPort} {
+		if *p == 0 {
+			free, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			*p = free
+		}
+	}
 	cfg := embed.NewConfig()
 	cfg.Name = "apichain"
 	cfg.Dir = filepath.Join(dir, "etcd")
@@ -57,3 +67,13 @@ func (e *Etcd) Endpoints() []string {
 
 // Stop closes etcd.
 func (e *Etcd) Stop() { e.e.Close() }
+
+// freePort asks the kernel for a free loopback port; etcd needs the number before it binds.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -53,7 +52,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	etcd, err := embedded.StartEtcd(dir, freePort(), freePort())
+	etcd, err := embedded.StartEtcd(dir, 0, 0)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -80,15 +79,6 @@ func runMain(m *testing.M) int {
 	testCachedH = NewHandler(testScheme, testSet, testStore, stopAll)
 	testCachedH.EnableWatchCache(cacheCtx, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	return m.Run()
-}
-
-func freePort() int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 func newObj[T any, PT interface {

@@ -33,7 +33,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	etcd, err := embedded.StartEtcd(dir, freePort(), freePort())
+	etcd, err := embedded.StartEtcd(dir, 0, 0)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -47,15 +47,6 @@ func runMain(m *testing.M) int {
 	defer testClient.Close()
 	testStore = NewStore(testClient)
 	return m.Run()
-}
-
-func freePort() int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 var runs atomic.Int64
@@ -72,7 +63,12 @@ func TestReadiness(t *testing.T) {
 	require.NoError(t, WaitReady(ctx, testClient))
 	require.NoError(t, HealthCheck(testClient)(httptest.NewRequest("GET", "/readyz", nil)))
 
-	dead, err := NewClient([]string{fmt.Sprintf("http://127.0.0.1:%d", freePort())})
+	// A port that was free a moment ago: nothing answers there.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	dead, err := NewClient([]string{"http://" + addr})
 	require.NoError(t, err)
 	defer dead.Close()
 	short, cancelShort := context.WithTimeout(context.Background(), 300*time.Millisecond)

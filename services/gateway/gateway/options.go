@@ -6,7 +6,6 @@ package gateway
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -98,8 +97,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // Complete fills defaults.
 func (o *Options) Complete() error {
 	if o.InstanceID == "" {
-		host, _ := os.Hostname()
-		o.InstanceID = fmt.Sprintf("%s-%d", host, os.Getpid())
+		o.InstanceID = server.DefaultInstanceID()
 	}
 	abs, err := filepath.Abs(o.DataDir)
 	if err != nil {
