@@ -25,6 +25,7 @@ run:
 	go run ./cmd/apichain
 
 test:
+	@docker info >/dev/null 2>&1 || echo "*** SKIPPED: docker info failed, so the docker compose tests (TestComposeStack) will skip: they need a Docker engine ***"
 	go test -count=1 -timeout 30m $(PKGS)
 
 test-short:
