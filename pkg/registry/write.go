@@ -78,6 +78,9 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
+	if acc.GetResourceVersion() != "" {
+		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
 	if r.Namespaced {
 		if acc.GetNamespace() == "" {
 			acc.SetNamespace(namespace)

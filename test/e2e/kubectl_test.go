@@ -114,6 +114,15 @@ func TestKubectlCoreResources(t *testing.T) {
 	out = k.run("explain", "configmap.data")
 	assert.Contains(t, out, "Data contains the configuration data")
 
+	// Workloads print kube's columns and scale through the scale subresource.
+	k.run("create", "deployment", "web", "-n", "demo", "--image=registry.example/web:1", "--replicas=2")
+	out = k.run("get", "deploy", "-n", "demo")
+	assert.Regexp(t, `(?m)^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE$`, out)
+	assert.Regexp(t, `(?m)^web\s+0/2\s+0\s+0\s+`, out)
+	k.run("scale", "deployment", "web", "-n", "demo", "--replicas=3")
+	assert.Equal(t, "3", k.run("get", "deploy", "web", "-n", "demo", "-o", "jsonpath={.spec.replicas}"))
+	assert.Equal(t, "2", k.run("get", "deploy", "web", "-n", "demo", "-o", "jsonpath={.metadata.generation}"))
+
 	// Unknown fields: a warning by default (fieldValidation=Warn), an error with Strict.
 	loose := filepath.Join(dir, "loose.yaml")
 	require.NoError(t, os.WriteFile(loose, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: loose\n  namespace: demo\nbogus: 1\n"), 0o600))

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/apichain/apichain/pkg/registry"
 	appsv1 "k8s.io/api/apps/v1"
@@ -281,4 +282,111 @@ func leaseCells(o runtime.Object) []any {
 		holder = *l.Spec.HolderIdentity
 	}
 	return []any{holder, registry.AgeCell(o)}
+}
+
+// --- Table columns kubectl shows for workloads, services, nodes and events.
+
+var deploymentColumns = []metav1.TableColumnDefinition{
+	col("Ready", "string", "Number of the pod with ready state"),
+	col("Up-to-date", "integer", appsv1.DeploymentStatus{}.SwaggerDoc()["updatedReplicas"]),
+	col("Available", "integer", appsv1.DeploymentStatus{}.SwaggerDoc()["availableReplicas"]),
+	registry.AgeColumn,
+}
+
+func replicas(p *int32) int32 {
+	if p == nil {
+		return 1
+	}
+	return *p
+}
+
+func deploymentCells(o runtime.Object) []any {
+	d := o.(*appsv1.Deployment)
+	return []any{fmt.Sprintf("%d/%d", d.Status.ReadyReplicas, replicas(d.Spec.Replicas)), int64(d.Status.UpdatedReplicas),
+		int64(d.Status.AvailableReplicas), registry.AgeCell(o)}
+}
+
+var replicaSetColumns = []metav1.TableColumnDefinition{
+	col("Desired", "integer", appsv1.ReplicaSetSpec{}.SwaggerDoc()["replicas"]),
+	col("Current", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["replicas"]),
+	col("Ready", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["readyReplicas"]),
+	registry.AgeColumn,
+}
+
+func replicaSetCells(o runtime.Object) []any {
+	r := o.(*appsv1.ReplicaSet)
+	return []any{int64(replicas(r.Spec.Replicas)), int64(r.Status.Replicas), int64(r.Status.ReadyReplicas), registry.AgeCell(o)}
+}
+
+var statefulSetColumns = []metav1.TableColumnDefinition{
+	col("Ready", "string", "Number of the pod with ready state"),
+	registry.AgeColumn,
+}
+
+func statefulSetCells(o runtime.Object) []any {
+	s := o.(*appsv1.StatefulSet)
+	return []any{fmt.Sprintf("%d/%d", s.Status.ReadyReplicas, replicas(s.Spec.Replicas)), registry.AgeCell(o)}
+}
+
+var daemonSetColumns = []metav1.TableColumnDefinition{
+	col("Desired", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["desiredNumberScheduled"]),
+	col("Current", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["currentNumberScheduled"]),
+	col("Ready", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["numberReady"]),
+	col("Up-to-date", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["updatedNumberScheduled"]),
+	col("Available", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["numberAvailable"]),
+	registry.AgeColumn,
+}
+
+func daemonSetCells(o runtime.Object) []any {
+	d := o.(*appsv1.DaemonSet)
+	return []any{int64(d.Status.DesiredNumberScheduled), int64(d.Status.CurrentNumberScheduled), int64(d.Status.NumberReady),
+		int64(d.Status.UpdatedNumberScheduled), int64(d.Status.NumberAvailable), registry.AgeCell(o)}
+}
+
+var serviceColumns = []metav1.TableColumnDefinition{
+	col("Type", "string", corev1.ServiceSpec{}.SwaggerDoc()["type"]),
+	col("Cluster-IP", "string", corev1.ServiceSpec{}.SwaggerDoc()["clusterIP"]),
+	col("External-IP", "string", corev1.ServiceSpec{}.SwaggerDoc()["externalIPs"]),
+	col("Port(s)", "string", corev1.ServiceSpec{}.SwaggerDoc()["ports"]),
+	registry.AgeColumn,
+}
+
+func serviceCells(o runtime.Object) []any {
+	s := o.(*corev1.Service)
+	clusterIP := s.Spec.ClusterIP
+	if clusterIP == "" {
+		clusterIP = "<none>"
+	}
+	external := "<none>"
+	if len(s.Spec.ExternalIPs) > 0 {
+		external = strings.Join(s.Spec.ExternalIPs, ",")
+	}
+	var ports []string
+	for _, p := range s.Spec.Ports {
+		ports = append(ports, fmt.Sprintf("%d/%s", p.Port, p.Protocol))
+	}
+	portText := strings.Join(ports, ",")
+	if portText == "" {
+		portText = "<none>"
+	}
+	return []any{string(s.Spec.Type), clusterIP, external, portText, registry.AgeCell(o)}
+}
+
+var nodeColumns = []metav1.TableColumnDefinition{
+	col("Status", "string", "The status of the node"),
+	registry.AgeColumn,
+}
+
+func nodeCells(o runtime.Object) []any {
+	n := o.(*corev1.Node)
+	status := "Unknown"
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			status = "NotReady"
+			if c.Status == corev1.ConditionTrue {
+				status = "Ready"
+			}
+		}
+	}
+	return []any{status, registry.AgeCell(o)}
 }
