@@ -21,7 +21,6 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -70,7 +69,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	nsResource, cmResource, deployResource, nodeResource = namespacesResource(), configMapsResource(), deploymentsResource(), nodesResource()
+	nsResource, cmResource, deployResource, nodeResource = Namespaces(), configMapsResource(), deploymentsResource(), nodesResource()
 	testSet = NewSet(nsResource, cmResource, deployResource, nodeResource)
 	testH = NewHandler(testScheme, testSet, testStore, stopAll)
 	defer close(stopAll)
@@ -86,28 +85,6 @@ func newObj[T any, PT interface {
 	runtime.Object
 }]() func() runtime.Object {
 	return func() runtime.Object { return PT(new(T)) }
-}
-
-// namespacesResource is core's namespaces: spec.finalizers ["kubernetes"], Terminating while deleting.
-func namespacesResource() *Resource {
-	return &Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "namespaces", SingularName: "namespace",
-		Kind: "Namespace", Subresources: []string{"finalize", "status"},
-		New: newObj[corev1.Namespace](), NewList: newObj[corev1.NamespaceList](),
-		PrepareForCreate: func(o runtime.Object) {
-			ns := o.(*corev1.Namespace)
-			ns.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}
-			ns.Status.Phase = corev1.NamespaceActive
-		},
-		PendingDeletion: func(o runtime.Object) bool { return len(o.(*corev1.Namespace).Spec.Finalizers) > 0 },
-		OnDeletionStart: func(o runtime.Object) { o.(*corev1.Namespace).Status.Phase = corev1.NamespaceTerminating },
-		FieldLabels: func(o runtime.Object) fields.Set {
-			return fields.Set{"status.phase": string(o.(*corev1.Namespace).Status.Phase)}
-		},
-		Columns: []metav1.TableColumnDefinition{{Name: "Status", Type: "string"}, AgeColumn},
-		Cells: func(o runtime.Object) []any {
-			return []any{string(o.(*corev1.Namespace).Status.Phase), AgeCell(o)}
-		},
-	}
 }
 
 // configMapsResource is core's configmaps: key names and immutability.

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -122,4 +123,27 @@ func nameOf(obj runtime.Object) string {
 		return o.GetName()
 	}
 	return ""
+}
+
+// Namespaces is kube's namespaces resource: spec.finalizers ["kubernetes"] and phase Active on
+// create, Terminating while deleting (the namespace finalizer then deletes the content).
+func Namespaces() *Resource {
+	return &Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "namespaces", SingularName: "namespace",
+		Kind: "Namespace", ShortNames: []string{"ns"}, Subresources: []string{"finalize", "status"},
+		New: func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} },
+		PrepareForCreate: func(o runtime.Object) {
+			ns := o.(*corev1.Namespace)
+			ns.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}
+			ns.Status.Phase = corev1.NamespaceActive
+		},
+		PendingDeletion: func(o runtime.Object) bool { return len(o.(*corev1.Namespace).Spec.Finalizers) > 0 },
+		OnDeletionStart: func(o runtime.Object) { o.(*corev1.Namespace).Status.Phase = corev1.NamespaceTerminating },
+		FieldLabels: func(o runtime.Object) fields.Set {
+			return fields.Set{"status.phase": string(o.(*corev1.Namespace).Status.Phase)}
+		},
+		Columns: []metav1.TableColumnDefinition{metav1.TableColumnDefinition{Name: "Status", Type: "string", Description: "The status of the namespace"}, AgeColumn},
+		Cells: func(o runtime.Object) []any {
+			return []any{string(o.(*corev1.Namespace).Status.Phase), AgeCell(o)}
+		},
+	}
 }

@@ -19,29 +19,6 @@ func col(name, typ, desc string) metav1.TableColumnDefinition {
 	return metav1.TableColumnDefinition{Name: name, Type: typ, Description: desc}
 }
 
-// --- namespaces: spec.finalizers ["kubernetes"], phase Active, Terminating while deleting.
-
-func namespaces() *registry.Resource {
-	return &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "namespaces", SingularName: "namespace",
-		Kind: "Namespace", ShortNames: []string{"ns"}, Subresources: []string{"finalize", "status"},
-		New: obj[corev1.Namespace](), NewList: obj[corev1.NamespaceList](),
-		PrepareForCreate: func(o runtime.Object) {
-			ns := o.(*corev1.Namespace)
-			ns.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}
-			ns.Status.Phase = corev1.NamespaceActive
-		},
-		PendingDeletion: func(o runtime.Object) bool { return len(o.(*corev1.Namespace).Spec.Finalizers) > 0 },
-		OnDeletionStart: func(o runtime.Object) { o.(*corev1.Namespace).Status.Phase = corev1.NamespaceTerminating },
-		FieldLabels: func(o runtime.Object) fields.Set {
-			return fields.Set{"status.phase": string(o.(*corev1.Namespace).Status.Phase)}
-		},
-		Columns: []metav1.TableColumnDefinition{col("Status", "string", "The status of the namespace"), registry.AgeColumn},
-		Cells: func(o runtime.Object) []any {
-			return []any{string(o.(*corev1.Namespace).Status.Phase), registry.AgeCell(o)}
-		},
-	}
-}
-
 // --- configmaps and secrets: key names, the 1 MiB size limit, immutable.
 
 const maxDataSize = 1 << 20

@@ -33,7 +33,7 @@ func Resources() []*registry.Resource {
 	v1 := corev1.SchemeGroupVersion
 	apps := appsv1.SchemeGroupVersion
 	return []*registry.Resource{
-		namespaces(),
+		registry.Namespaces(),
 		{GroupVersion: v1, Name: "configmaps", SingularName: "configmap", Kind: "ConfigMap", Namespaced: true,
 			ShortNames: []string{"cm"}, New: obj[corev1.ConfigMap](), NewList: obj[corev1.ConfigMapList](),
 			Validate: validateConfigMap, ValidateUpdate: validateConfigMapUpdate, Columns: configMapColumns, Cells: configMapCells},
