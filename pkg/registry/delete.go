@@ -65,8 +65,10 @@ func (h *Handler) Delete(ctx context.Context, req *resourcev1.DeleteRequest) (*r
 	if err != nil {
 		return nil, toGRPC(err)
 	}
+	// kube answers 200 even when deletion waits on finalizers, except 202 when the client
+	// asked for cascading deletion with orphanDependents=false (kept for old clients).
 	code := int32(http.StatusOK)
-	if !deleted {
+	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
 		code = http.StatusAccepted
 	}
 	return &resourcev1.DeleteResponse{Body: body, Code: code}, nil

@@ -48,7 +48,7 @@ func TestDeleteWithFinalizers(t *testing.T) {
 
 	resp, err := testH.Delete(context.Background(), deleteReq(cmResource, ns, "held", nil))
 	require.NoError(t, err)
-	assert.EqualValues(t, 202, resp.GetCode())
+	assert.EqualValues(t, 200, resp.GetCode(), "kube answers 200 while finalizers hold the object")
 	out := &corev1.ConfigMap{}
 	decode(t, resp.GetBody(), out)
 	require.NotNil(t, out.DeletionTimestamp)
@@ -62,7 +62,7 @@ func TestDeleteWithFinalizers(t *testing.T) {
 	// Deleting again changes nothing.
 	resp, err = testH.Delete(context.Background(), deleteReq(cmResource, ns, "held", nil))
 	require.NoError(t, err)
-	assert.EqualValues(t, 202, resp.GetCode())
+	assert.EqualValues(t, 200, resp.GetCode(), "kube answers 200 while finalizers hold the object")
 	assert.Equal(t, held.ResourceVersion, get[*corev1.ConfigMap](t, cmResource, ns, "held").ResourceVersion)
 
 	// No new finalizers on an object being deleted.
@@ -94,7 +94,7 @@ func TestDeleteFinalizerRemovedByPatch(t *testing.T) {
 	create(t, deployResource, ns, d)
 	resp, err := testH.Delete(context.Background(), deleteReq(deployResource, ns, "held", nil))
 	require.NoError(t, err)
-	assert.EqualValues(t, 202, resp.GetCode())
+	assert.EqualValues(t, 200, resp.GetCode(), "kube answers 200 while finalizers hold the object")
 	out := &appsv1.Deployment{}
 	decode(t, resp.GetBody(), out)
 	assert.EqualValues(t, 2, out.Generation, "generation bumps when deletion starts")
@@ -222,4 +222,16 @@ func names(items []corev1.ConfigMap) []string {
 		out = append(out, cm.Name)
 	}
 	return out
+}
+
+// kube's one 202: deletion pending and the client asked orphanDependents=false.
+func TestDeleteAcceptedWithOrphanDependentsFalse(t *testing.T) {
+	ns := newNamespace(t)
+	cm := configMap("held202", nil)
+	cm.Finalizers = []string{"example.com/hold"}
+	create(t, cmResource, ns, cm)
+	no := false
+	resp, err := testH.Delete(context.Background(), deleteReq(cmResource, ns, "held202", &metav1.DeleteOptions{OrphanDependents: &no}))
+	require.NoError(t, err)
+	assert.EqualValues(t, 202, resp.GetCode())
 }
