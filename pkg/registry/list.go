@@ -225,9 +225,11 @@ func (h *Handler) List(ctx context.Context, req *resourcev1.ListRequest) (*resou
 }
 
 // listFromCache serves a list from the watch cache when kube would: resourceVersion "0"
-// (any version, limit ignored as kube does), a minimum version without a limit, or a
-// consistent read ("") without a limit once the cache caught up with etcd's current
-// revision. Paginated and Exact lists go to etcd.
+// (any version; the limit is ignored, as kube does), a minimum version, or a consistent read
+// ("") once the cache caught up with etcd's current revision. A limited list's first page
+// comes from the cache; its continue token names the cache's revision, so later pages read
+// etcd at exactly that revision and the pages still form one snapshot. Continuations and
+// Exact lists go to etcd.
 func (h *Handler) listFromCache(ctx context.Context, r *Resource, keyPrefix string, sel selector, opts *resourcev1.ListOptions, rv, limit int64, cont string) (*listResult, bool) {
 	c := h.cache(r)
 	if c == nil || cont != "" || opts.GetResourceVersionMatch() == string(metav1.ResourceVersionMatchExact) {
@@ -235,8 +237,7 @@ func (h *Handler) listFromCache(ctx context.Context, r *Resource, keyPrefix stri
 	}
 	switch {
 	case opts.GetResourceVersion() == "0":
-	case limit > 0:
-		return nil, false
+		limit = 0
 	case rv > 0:
 		if c.waitFresh(ctx, rv) != nil {
 			return nil, false
@@ -252,7 +253,21 @@ func (h *Handler) listFromCache(ctx context.Context, r *Resource, keyPrefix stri
 		return nil, false
 	}
 	res := &listResult{items: []runtime.Object{}, revision: rev}
-	for _, obj := range objs {
+	for i, obj := range objs {
+		if limit > 0 && int64(len(res.items)) == limit {
+			// Objects remain: resume after the last one returned, at this revision.
+			last := res.items[len(res.items)-1]
+			acc, err := meta.Accessor(last)
+			if err != nil {
+				return nil, false
+			}
+			res.cont = encodeContinue(rev, key(r, acc.GetNamespace(), acc.GetName()), keyPrefix)
+			if sel.empty() {
+				n := int64(len(objs) - i)
+				res.remaining = &n
+			}
+			break
+		}
 		if sel.matches(r, obj) {
 			res.items = append(res.items, obj.DeepCopyObject())
 		}
