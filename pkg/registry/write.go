@@ -362,6 +362,8 @@ func (h *Handler) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*res
 	}
 	sub := req.GetRef().GetSubresource()
 	strict := req.GetOptions().GetFieldValidation() == "Strict"
+	warn := !strict && req.GetOptions().GetFieldValidation() != "Ignore" && sub != "scale"
+	var warnings []string // of the last attempt: updates may retry
 	out, err := h.update(ctx, r, req.GetRef(), isDryRun(req.GetOptions().GetDryRun()), func(current runtime.Object) (runtime.Object, error) {
 		var target runtime.Object = current
 		var gvkObj runtime.Object = r.New()
@@ -395,6 +397,9 @@ func (h *Handler) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*res
 			}
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
+		if warn { // fieldValidation Warn: what a strict decode would reject becomes warnings
+			warnings = strictWarnings(h.scheme.decode(patched, MediaJSON, r.New(), r.GroupVersion.WithKind(r.Kind), true))
+		}
 		// A patch that does not set resourceVersion is unconditional; one that changes it (a
 		// JSON patch replacing /metadata/resourceVersion too) makes it a precondition, as kube.
 		if acc, err := meta.Accessor(into); err == nil && !patchSetsRV(patch) && acc.GetResourceVersion() == originalRV {
@@ -405,6 +410,7 @@ func (h *Handler) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*res
 	if err != nil {
 		return nil, toGRPC(err)
 	}
+	addWarnings(ctx, warnings...)
 	resp, err := h.writeResponse(r, sub, out, req.GetEncoding())
 	if err != nil {
 		return nil, err

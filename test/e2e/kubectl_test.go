@@ -130,6 +130,8 @@ func TestKubectlCoreResources(t *testing.T) {
 	assert.Contains(t, out, `Warning: unknown field "bogus"`)
 	out = k.fails("create", "--validate=strict", "-f", loose)
 	assert.Contains(t, out, `unknown field "bogus"`)
+	out = k.run("patch", "cm", "c1", "-n", "demo", "--type=merge", "-p", `{"bogus":1}`)
+	assert.Contains(t, out, `Warning: unknown field "bogus"`)
 
 	// Immutable configmaps refuse data changes.
 	k.run("create", "configmap", "frozen", "-n", "demo", "--from-literal=a=b")
