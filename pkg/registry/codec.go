@@ -113,9 +113,12 @@ func (s *Scheme) encode(obj runtime.Object, gv schema.GroupVersion, o output) ([
 // decode reads a request body of contentType into into, checking its apiVersion and kind.
 // strict (fieldValidation=Strict) fails on unknown or duplicate fields.
 func (s *Scheme) decode(data []byte, contentType string, into runtime.Object, gvk schema.GroupVersionKind, strict bool) error {
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil || contentType == "" {
-		mt = MediaJSON
+	mt := MediaJSON // kube reads a body without a Content-Type as JSON
+	if contentType != "" {
+		var err error
+		if mt, _, err = mime.ParseMediaType(contentType); err != nil {
+			return unsupportedMediaType(MediaJSON, MediaYAML, MediaProtobuf)
+		}
 	}
 	info, ok := runtime.SerializerInfoForMediaType(s.Codecs.SupportedMediaTypes(), mt)
 	if !ok {

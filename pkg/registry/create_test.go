@@ -154,6 +154,8 @@ func TestCreateErrors(t *testing.T) {
 			code: 415, reason: metav1.StatusReasonUnsupportedMediaType},
 		{name: "patch content type", namespace: ns, body: &resourcev1.Body{ContentType: "application/merge-patch+json", Data: []byte("{}")},
 			code: 415, reason: metav1.StatusReasonUnsupportedMediaType},
+		{name: "unparseable content type", namespace: ns, body: &resourcev1.Body{ContentType: "application/json; ===", Data: []byte("{}")},
+			code: 415, reason: metav1.StatusReasonUnsupportedMediaType},
 		{name: "empty body", namespace: ns, body: &resourcev1.Body{ContentType: MediaJSON}, code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "nil body", namespace: ns, code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "malformed json", namespace: ns, body: &resourcev1.Body{ContentType: MediaJSON, Data: []byte(`{"metadata":`)},
