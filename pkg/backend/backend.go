@@ -15,7 +15,6 @@ import (
 	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/healthz"
 	"github.com/apichain/apichain/pkg/lifecycle"
-	"github.com/apichain/apichain/pkg/openapi"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/storage"
 	"github.com/nats-io/nats.go"
@@ -123,9 +122,9 @@ func advertise(configured string, bound net.Addr) string {
 	return net.JoinHostPort(host, strconv.Itoa(tcp.Port))
 }
 
-// SetOpenAPI serves OpenAPI documents for kinds; they are built in the background.
-func (b *Backend) SetOpenAPI(kinds []openapi.Kind) {
-	b.discovery.openapi = newLazyOpenAPI(kinds)
+// SetOpenAPI serves OpenAPI documents for src's kinds; they are built in the background.
+func (b *Backend) SetOpenAPI(src OpenAPISource) {
+	b.discovery.openapi = newLazyOpenAPI(src)
 }
 
 // SetResources installs the ResourceService implementation (default: nothing is served).

@@ -19,7 +19,15 @@ type openAPIDocs struct {
 	v2Proto []byte
 }
 
-func buildOpenAPI(kinds []openapi.Kind) (*openAPIDocs, error) {
+// OpenAPISource describes a backend's kinds; its v2 document is built once and shared with
+// whoever else needs it (the registry's field managers).
+type OpenAPISource interface {
+	OpenAPIKinds() []openapi.Kind
+	OpenAPIV2() ([]byte, error)
+}
+
+func buildOpenAPI(src OpenAPISource) (*openAPIDocs, error) {
+	kinds := src.OpenAPIKinds()
 	d := &openAPIDocs{v3: map[string][]byte{}}
 	byGV := map[schema.GroupVersion][]byte{}
 	seen := map[schema.GroupVersion]bool{}
@@ -39,7 +47,7 @@ func buildOpenAPI(kinds []openapi.Kind) (*openAPIDocs, error) {
 	if d.index, err = openapi.V3Index(byGV); err != nil {
 		return nil, err
 	}
-	if d.v2, err = openapi.V2(kinds); err != nil {
+	if d.v2, err = src.OpenAPIV2(); err != nil {
 		return nil, err
 	}
 	if d.v2Proto, err = openapi.V2Protobuf(d.v2); err != nil {
@@ -53,13 +61,13 @@ func buildOpenAPI(kinds []openapi.Kind) (*openAPIDocs, error) {
 // for one waits for it.
 type lazyOpenAPI struct {
 	once  sync.Once
-	kinds []openapi.Kind
+	src   OpenAPISource
 	docs  *openAPIDocs
 	err   error
 }
 
-func newLazyOpenAPI(kinds []openapi.Kind) *lazyOpenAPI {
-	l := &lazyOpenAPI{kinds: kinds}
+func newLazyOpenAPI(src OpenAPISource) *lazyOpenAPI {
+	l := &lazyOpenAPI{src: src}
 	go l.get()
 	return l
 }
@@ -68,7 +76,7 @@ func (l *lazyOpenAPI) get() (*openAPIDocs, error) {
 	if l == nil {
 		return nil, nil
 	}
-	l.once.Do(func() { l.docs, l.err = buildOpenAPI(l.kinds) })
+	l.once.Do(func() { l.docs, l.err = buildOpenAPI(l.src) })
 	return l.docs, l.err
 }
 

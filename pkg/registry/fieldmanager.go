@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/apichain/apichain/pkg/openapi"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -23,7 +22,7 @@ type fieldManagers struct {
 }
 
 func newFieldManagers(s *Scheme, set *Set) (*fieldManagers, error) {
-	v2, err := openapi.V2(set.OpenAPIKinds())
+	v2, err := set.OpenAPIV2()
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"sort"
+	"sync"
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	"github.com/apichain/apichain/pkg/openapi"
@@ -94,6 +95,10 @@ func (r *Resource) Discovery() *discoveryv1.Resource {
 type Set struct {
 	order []*Resource
 	byGVR map[schema.GroupVersionResource]*Resource
+
+	v2Once sync.Once
+	v2     []byte
+	v2Err  error
 }
 
 // NewSet indexes resources; discovery lists group/versions in the order first seen.
@@ -137,4 +142,11 @@ func (s *Set) OpenAPIKinds() []openapi.Kind {
 		out = append(out, k)
 	}
 	return out
+}
+
+// OpenAPIV2 is the set's swagger 2.0 document, built once: the backend serves it and the
+// field managers are typed by it.
+func (s *Set) OpenAPIV2() ([]byte, error) {
+	s.v2Once.Do(func() { s.v2, s.v2Err = openapi.V2(s.OpenAPIKinds()) })
+	return s.v2, s.v2Err
 }

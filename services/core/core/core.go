@@ -36,7 +36,7 @@ func Setup(b *backend.Backend) error {
 		return err
 	}
 	set := registry.NewSet(Resources()...)
-	b.SetOpenAPI(set.OpenAPIKinds())
+	b.SetOpenAPI(set)
 	h := registry.NewHandler(scheme, set, storage.NewStore(b.Etcd), b.Stopping())
 	h.WarmUp()
 	b.SetResources(h)
