@@ -60,10 +60,10 @@ func buildOpenAPI(src OpenAPISource) (*openAPIDocs, error) {
 // building them (reflection over every kind) stays off the startup path; the first request
 // for one waits for it.
 type lazyOpenAPI struct {
-	once  sync.Once
-	src   OpenAPISource
-	docs  *openAPIDocs
-	err   error
+	once sync.Once
+	src  OpenAPISource
+	docs *openAPIDocs
+	err  error
 }
 
 func newLazyOpenAPI(src OpenAPISource) *lazyOpenAPI {
