@@ -3,11 +3,9 @@ package backend
 import (
 	"context"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
+	"github.com/apichain/apichain/pkg/server"
 	"github.com/spf13/cobra"
 )
 
@@ -29,20 +27,18 @@ func Command(service string, served func() []*discoveryv1.GroupVersion, setup fu
 			if err := opts.Validate(); err != nil {
 				return err
 			}
-			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			slog.SetDefault(log)
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-			defer stop()
-			b, err := New(opts, served(), log)
-			if err != nil {
-				return err
-			}
-			if setup != nil {
-				if err := setup(b); err != nil {
+			return server.Main(func(ctx context.Context, log *slog.Logger) error {
+				b, err := New(opts, served(), log)
+				if err != nil {
 					return err
 				}
-			}
-			return b.Run(ctx)
+				if setup != nil {
+					if err := setup(b); err != nil {
+						return err
+					}
+				}
+				return b.Run(ctx)
+			})
 		},
 	}
 	opts.AddFlags(cmd.Flags())

@@ -3,6 +3,7 @@ package embedded
 import (
 	"fmt"
 	"net"
+	"os"
 	"net/url"
 	"path/filepath"
 	"time"
@@ -12,7 +13,23 @@ import (
 
 // Etcd is a running in-process single-member etcd.
 type Etcd struct {
-	e *embed.Etcd
+	e       *embed.Etcd
+	tempDir string // removed on Stop when StartTempEtcd made it
+}
+
+// StartTempEtcd starts etcd in a new temporary directory that Stop removes (for tests).
+func StartTempEtcd() (*Etcd, error) {
+	dir, err := os.MkdirTemp("", "apichain-etcd-")
+	if err != nil {
+		return nil, err
+	}
+	e, err := StartEtcd(dir, 0, 0)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	e.tempDir = dir
+	return e, nil
 }
 
 // StartEtcd starts etcd storing under dir/etcd, serving clients on 127.0.0.1:clientPort and
@@ -65,8 +82,13 @@ func (e *Etcd) Endpoints() []string {
 	return out
 }
 
-// Stop closes etcd.
-func (e *Etcd) Stop() { e.e.Close() }
+// Stop closes etcd (and removes its temporary directory, if it has one).
+func (e *Etcd) Stop() {
+	e.e.Close()
+	if e.tempDir != "" {
+		_ = os.RemoveAll(e.tempDir)
+	}
+}
 
 // freePort asks the kernel for a free loopback port; etcd needs the number before it binds.
 func freePort() (int, error) {

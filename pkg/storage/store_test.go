@@ -27,13 +27,7 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "storage-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	etcd, err := embedded.StartEtcd(dir, 0, 0)
+	etcd, err := embedded.StartTempEtcd()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

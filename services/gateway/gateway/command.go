@@ -3,10 +3,8 @@ package gateway
 import (
 	"context"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/apichain/apichain/pkg/server"
 	"github.com/spf13/cobra"
 )
 
@@ -24,15 +22,13 @@ func Command() *cobra.Command {
 			if err := opts.Validate(); err != nil {
 				return err
 			}
-			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			slog.SetDefault(log)
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-			defer stop()
-			g, err := New(opts, log)
-			if err != nil {
-				return err
-			}
-			return g.Run(ctx)
+			return server.Main(func(ctx context.Context, log *slog.Logger) error {
+				g, err := New(opts, log)
+				if err != nil {
+					return err
+				}
+				return g.Run(ctx)
+			})
 		},
 	}
 	opts.AddFlags(cmd.Flags())
