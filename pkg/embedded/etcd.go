@@ -3,8 +3,8 @@ package embedded
 import (
 	"fmt"
 	"net"
-	"os"
 	"net/url"
+	"os"
 	"path/filepath"
 	"time"
 
