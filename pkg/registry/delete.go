@@ -17,16 +17,20 @@ import (
 
 var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
-// deleteOptions reads the optional DeleteOptions body (JSON, YAML or protobuf).
-func (h *Handler) deleteOptions(r *Resource, body *resourcev1.Body) (*metav1.DeleteOptions, error) {
-	opts := &metav1.DeleteOptions{}
-	if len(body.GetData()) == 0 {
-		return opts, nil
+// deleteOptions reads the optional DeleteOptions body (JSON, YAML or protobuf) and merges
+// the query's options into it (the body wins, as in kube); dryRun is either's dryRun=All.
+func (h *Handler) deleteOptions(r *Resource, body *resourcev1.Body, query *resourcev1.DeleteOptions) (opts *metav1.DeleteOptions, dryRun bool, err error) {
+	opts = &metav1.DeleteOptions{}
+	if len(body.GetData()) > 0 {
+		if err := h.scheme.decode(body.GetData(), body.GetContentType(), opts, r.GroupVersion.WithKind("DeleteOptions"), false); err != nil {
+			return nil, false, apierrors.NewBadRequest("invalid DeleteOptions: " + err.Error())
+		}
 	}
-	if err := h.scheme.decode(body.GetData(), body.GetContentType(), opts, r.GroupVersion.WithKind("DeleteOptions"), false); err != nil {
-		return nil, apierrors.NewBadRequest("invalid DeleteOptions: " + err.Error())
+	if p := query.GetPropagationPolicy(); p != "" && opts.PropagationPolicy == nil {
+		policy := metav1.DeletionPropagation(p)
+		opts.PropagationPolicy = &policy
 	}
-	return opts, validatePropagation(opts)
+	return opts, isDryRun(query.GetDryRun()) || isDryRun(opts.DryRun), validatePropagation(opts)
 }
 
 // pendingDeletion reports whether deleting obj must wait (finalizers, or a kind's own rule
@@ -39,22 +43,14 @@ func pendingDeletion(r *Resource, obj runtime.Object) bool {
 	return len(acc.GetFinalizers()) > 0 || (r.PendingDeletion != nil && r.PendingDeletion(obj))
 }
 
-// Delete removes an object, or marks it for deletion while finalizers remain (202).
+// Delete removes an object, or marks it for deletion while finalizers remain.
 func (h *Handler) Delete(ctx context.Context, req *resourcev1.DeleteRequest) (*resourcev1.DeleteResponse, error) {
 	r, err := h.lookup(req.GetRef())
 	if err != nil {
 		return nil, toGRPC(err)
 	}
-	opts, err := h.deleteOptions(r, req.GetBody())
+	opts, dryRun, err := h.deleteOptions(r, req.GetBody(), req.GetOptions())
 	if err != nil {
-		return nil, toGRPC(err)
-	}
-	dryRun := isDryRun(req.GetOptions().GetDryRun()) || isDryRun(opts.DryRun)
-	if p := req.GetOptions().GetPropagationPolicy(); p != "" && opts.PropagationPolicy == nil {
-		policy := metav1.DeletionPropagation(p)
-		opts.PropagationPolicy = &policy
-	}
-	if err := validatePropagation(opts); err != nil {
 		return nil, toGRPC(err)
 	}
 	obj, deleted, err := h.delete(ctx, r, req.GetRef(), opts, dryRun)
@@ -163,11 +159,10 @@ func (h *Handler) DeleteCollection(ctx context.Context, req *resourcev1.DeleteCo
 	if err != nil {
 		return nil, toGRPC(err)
 	}
-	opts, err := h.deleteOptions(r, req.GetBody())
+	opts, dryRun, err := h.deleteOptions(r, req.GetBody(), req.GetOptions())
 	if err != nil {
 		return nil, toGRPC(err)
 	}
-	dryRun := isDryRun(req.GetOptions().GetDryRun()) || isDryRun(opts.DryRun)
 	res, err := h.list(ctx, r, req.GetRef().GetNamespace(), req.GetListOptions(), 0, "")
 	if err != nil {
 		return nil, toGRPC(err)
