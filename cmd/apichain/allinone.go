@@ -2,177 +2,135 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
-	"sync"
-	"syscall"
-	"time"
 
 	"github.com/apichain/apichain/pkg/backend"
-	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/embedded"
+	"github.com/apichain/apichain/pkg/lifecycle"
+	"github.com/apichain/apichain/pkg/process"
+	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/services/aggregator/aggregator"
 	"github.com/apichain/apichain/services/core/core"
 	"github.com/apichain/apichain/services/extensions/extensions"
 	"github.com/apichain/apichain/services/gateway/gateway"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-type options struct {
-	gateway     *gateway.Options
+// The all-in-one's own modules; the others are the services' and NATS's.
+const (
+	moduleEmbeddedEtcd = "embedded-etcd"
+	moduleEmbeddedNATS = "embedded-nats"
+	moduleAll          = "all"
+)
+
+// backends are the chain's services, which the all-in-one runs next to the gateway.
+var backends = map[string]backend.Service{
+	topology.Aggregator: aggregator.Service, topology.Core: core.Service, topology.Extensions: extensions.Service,
+}
+
+// allInOne is the module table of the whole split API server in one process: the gateway's
+// flags configure everything; the backends get loopback addresses, the gateway's
+// certificates and instance id, and an embedded etcd and NATS unless real ones are given.
+type allInOne struct {
 	etcdServers []string
-	logLevel    string
+	conn        *lifecycle.NATS
+	gw          *gateway.Modules
+	addresses   map[string][]string // each backend's gRPC address, once it started
 }
 
 func newCommand() *cobra.Command {
-	o := &options{gateway: gateway.NewOptions()}
-	o.gateway.BindAddress = "127.0.0.1"
-	o.gateway.NATSURL = "" // empty: embedded
-	cmd := &cobra.Command{
-		Use:          "apichain",
-		Short:        "apichain all-in-one: gateway, aggregator, core and extensions in one process",
-		SilenceUsage: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-			defer stop()
-			return run(ctx, o)
-		},
+	a := &allInOne{conn: lifecycle.NewNATS(), addresses: map[string][]string{}}
+	a.conn.URL = "" // empty: embedded
+	a.gw = gateway.NewModules(a.conn)
+	a.gw.Options.BindAddress = "127.0.0.1"
+
+	p := process.New()
+	p.Register(a.gw.PKIModule())
+	p.Register(process.Module{Name: moduleEmbeddedEtcd, Deps: []string{gateway.ModulePKI}, Init: a.startEtcd,
+		Flags: func(fs *pflag.FlagSet) {
+			fs.StringSliceVar(&a.etcdServers, "etcd-servers", nil, "etcd client URLs (default: an embedded etcd in --data-dir).")
+		}})
+	p.Register(process.Module{Name: moduleEmbeddedNATS, Deps: []string{gateway.ModulePKI}, Init: a.startNATS})
+	conn := a.conn.Module("apichain")
+	conn.Deps = append(conn.Deps, moduleEmbeddedNATS)
+	p.Register(conn)
+	for _, svc := range topology.Chain() {
+		p.Register(a.backendModule(backends[svc]))
 	}
+	gw := a.gw.GatewayModule()
+	gw.Deps = append(gw.Deps, topology.Chain()...) // so it stops first, while the backends still answer
+	initGateway := gw.Init
+	gw.Init = func(ctx context.Context, log *slog.Logger) (process.Service, error) {
+		a.gw.Options.BackendAddresses = a.addresses
+		svc, err := initGateway(ctx, log)
+		if g, ok := svc.(*gateway.Gateway); ok {
+			log.Info("apichain all-in-one starting", "url", g.URL(), "kubeconfig", g.KubeconfigPath(),
+				"try", "kubectl --kubeconfig "+g.KubeconfigPath()+" get --raw '/readyz?verbose'")
+		}
+		return svc, err
+	}
+	p.Register(gw)
+	p.Register(process.Module{Name: moduleAll, Deps: topology.Services()})
+
+	cmd := p.Command("apichain", "apichain all-in-one: gateway, aggregator, core and extensions in one process", moduleAll)
 	fs := cmd.Flags()
-	o.gateway.AddFlags(fs)
-	for _, name := range []string{"aggregator-address", "core-address", "extensions-address",
-		"backend-ca-file", "backend-client-cert-file", "backend-client-key-file", "backend-server-name"} {
+	for _, svc := range topology.Chain() {
+		_ = fs.MarkHidden(svc + "-address")
+	}
+	for _, name := range []string{"backend-ca-file", "backend-client-cert-file", "backend-client-key-file", "backend-server-name"} {
 		_ = fs.MarkHidden(name)
 	}
-	fs.StringSliceVar(&o.etcdServers, "etcd-servers", nil, "etcd client URLs (default: an embedded etcd in --data-dir).")
-	fs.StringVar(&o.logLevel, "log-level", "info", "Log level: debug, info, warn, error.")
 	fs.Lookup("nats-url").Usage = "NATS URL (default: an embedded NATS server in --data-dir)."
 	return cmd
 }
 
-func newLogger(level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
-	slog.SetDefault(log) // libraries that log through slog's default share the format and level
-	return log, nil
-}
-
-func run(ctx context.Context, o *options) error {
-	start := time.Now()
-	log, err := newLogger(o.logLevel)
-	if err != nil {
-		return err
-	}
-	gw := o.gateway
-	if err := gw.Complete(); err != nil {
-		return err
-	}
-	if err := gw.Validate(); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(gw.DataDir, 0o700); err != nil {
-		return err
-	}
-
-	etcdServers := o.etcdServers
-	if len(etcdServers) == 0 {
-		e, err := embedded.StartEtcd(gw.DataDir, 0, 0)
-		if err != nil {
-			return err
-		}
-		defer e.Stop()
-		etcdServers = e.Endpoints()
-		log.Info("embedded etcd started", "endpoints", etcdServers, "dir", gw.DataDir)
-	}
-	if gw.NATSURL == "" {
-		n, err := embedded.StartNATS(gw.DataDir, "127.0.0.1", 0)
-		if err != nil {
-			return err
-		}
-		defer n.Stop()
-		gw.NATSURL = n.URL()
-		log.Info("embedded NATS started", "url", gw.NATSURL)
-	}
-
-	pki, err := certs.EnsurePKI(gw.DataDir, append([]string{"apichain", "kubernetes"}, gw.ExternalHosts...), []string{gw.BackendServerName})
-	if err != nil {
-		return err
-	}
-	backends := map[string]*backend.Backend{}
-	newBackend := map[string]func(*backend.Options, *slog.Logger) (*backend.Backend, error){
-		aggregator.Service: aggregator.New, core.Service: core.New, extensions.Service: extensions.New,
-	}
-	for _, svc := range gateway.ChainOrder {
-		bo := backend.NewOptions(svc, 0)
-		bo.InstanceID = svc + "-" + gw.InstanceID
+// backendModule is svc configured from the gateway's options: loopback, its certificates, the
+// etcd and NATS in use, and an instance id derived from the gateway's.
+func (a *allInOne) backendModule(svc backend.Service) process.Module {
+	bo := backend.NewOptions(svc.Name)
+	m := backend.Module(svc, bo, a.conn)
+	m.Flags = nil
+	m.Deps = append(m.Deps, gateway.ModulePKI, moduleEmbeddedEtcd)
+	initBackend := m.Init
+	m.Init = func(ctx context.Context, log *slog.Logger) (process.Service, error) {
+		gw, pki := a.gw.Options, a.gw.PKI
+		bo.Lifecycle.InstanceID = svc.Name + "-" + gw.Lifecycle.InstanceID
+		bo.Lifecycle.TTL = gw.Lifecycle.TTL
 		bo.BindAddress = "127.0.0.1:0"
 		bo.TLSCertFile, bo.TLSKeyFile, bo.ClientCAFile = pki.BackendCertFile, pki.BackendKeyFile, pki.CAFile
-		bo.EtcdServers = etcdServers
-		bo.NATSURL = gw.NATSURL
-		bo.LifecycleTTL = gw.LifecycleTTL
-		if err := bo.Validate(); err != nil {
-			return err
+		bo.EtcdServers = a.etcdServers
+		s, err := initBackend(ctx, log)
+		if b, ok := s.(*backend.Backend); ok {
+			a.addresses[svc.Name] = []string{b.Address()}
 		}
-		b, err := newBackend[svc](bo, log)
-		if err != nil {
-			return fmt.Errorf("%s: %w", svc, err)
-		}
-		backends[svc] = b
+		return s, err
 	}
-	gw.AggregatorAddresses = []string{backends[aggregator.Service].Address()}
-	gw.CoreAddresses = []string{backends[core.Service].Address()}
-	gw.ExtensionsAddresses = []string{backends[extensions.Service].Address()}
-	g, err := gateway.New(gw, log)
-	if err != nil {
-		return err
-	}
-	log.Info("apichain all-in-one starting", "url", g.URL(), "kubeconfig", g.KubeconfigPath(),
-		"try", "kubectl --kubeconfig "+g.KubeconfigPath()+" get --raw '/readyz?verbose'", "setup", time.Since(start).String())
+	return m
+}
 
-	// The gateway stops first so its in-flight requests can still reach the backends; a
-	// backend that fails (a failed post-start hook) stops everything, loudly.
-	backendCtx, stopBackends := context.WithCancel(context.Background())
-	defer stopBackends()
-	backendErr := make(chan error, len(backends))
-	var wg sync.WaitGroup
-	for svc, b := range backends {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := b.Run(backendCtx); err != nil {
-				backendErr <- fmt.Errorf("%s: %w", svc, err)
-			}
-		}()
+func (a *allInOne) startEtcd(_ context.Context, log *slog.Logger) (process.Service, error) {
+	if len(a.etcdServers) > 0 {
+		return nil, nil
 	}
-	gwCtx, stopGateway := context.WithCancel(ctx)
-	defer stopGateway()
-	gwErr := make(chan error, 1)
-	go func() { gwErr <- g.Run(gwCtx) }()
-	var errs []error
-	select {
-	case err := <-gwErr:
-		errs = append(errs, err)
-	case err := <-backendErr:
-		errs = append(errs, err)
-		stopGateway()
-		errs = append(errs, <-gwErr)
+	e, err := embedded.StartEtcd(a.gw.Options.DataDir, 0, 0)
+	if err != nil {
+		return nil, err
 	}
-	stopBackends()
-	wg.Wait()
-	close(backendErr)
-	for err := range backendErr {
-		errs = append(errs, err)
+	a.etcdServers = e.Endpoints()
+	log.Info("embedded etcd started", "endpoints", a.etcdServers, "dir", a.gw.Options.DataDir)
+	return process.CloseOnStop(e.Stop), nil
+}
+
+func (a *allInOne) startNATS(_ context.Context, log *slog.Logger) (process.Service, error) {
+	if a.conn.URL != "" {
+		return nil, nil
 	}
-	if err := errors.Join(errs...); err != nil {
-		log.Error("apichain stopped with an error", "err", err)
-		return err
+	n, err := embedded.StartNATS(a.gw.Options.DataDir, "127.0.0.1", 0)
+	if err != nil {
+		return nil, err
 	}
-	log.Info("apichain stopped cleanly")
-	return nil
+	a.conn.URL = n.URL()
+	log.Info("embedded NATS started", "url", a.conn.URL)
+	return process.CloseOnStop(n.Stop), nil
 }

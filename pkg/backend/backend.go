@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
-	"sync"
 	"time"
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
@@ -19,7 +18,6 @@ import (
 	"github.com/apichain/apichain/pkg/storage"
 	"github.com/nats-io/nats.go"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
@@ -42,17 +40,15 @@ type Backend struct {
 	discovery *Discovery
 	instance  lifecycle.Instance
 	nc        *nats.Conn
-	publisher *lifecycle.Publisher
 	resources resourcev1.ResourceServiceServer
-	mu        sync.Mutex
 }
 
-// New binds the listener and builds the gRPC server. served lists what the backend serves, in
-// its preferred order; register a ResourceService with SetResources before Run.
-func New(opts *Options, served []*discoveryv1.GroupVersion, log *slog.Logger) (*Backend, error) {
-	log = log.With("service", opts.Service, "instance", opts.InstanceID)
+// New binds the listener and builds the gRPC server; its lifecycle state goes out over nc.
+// served lists what the backend serves, in its preferred order; register a ResourceService
+// with SetResources before Run.
+func New(opts *Options, served []*discoveryv1.GroupVersion, nc *nats.Conn, log *slog.Logger) (*Backend, error) {
+	log = log.With("service", opts.Service, "instance", opts.Lifecycle.InstanceID)
 	srv := server.New(opts.Service, opts.Generic, log)
-	srv.MarkPhase("config")
 
 	pool, err := certs.PoolFromFile(opts.ClientCAFile)
 	if err != nil {
@@ -71,9 +67,9 @@ func New(opts *Options, served []*discoveryv1.GroupVersion, log *slog.Logger) (*
 		ln.Close()
 		return nil, err
 	}
-	b := &Backend{Server: srv, Etcd: etcd, Log: log, opts: opts, ln: ln, health: health.NewServer(),
+	b := &Backend{Server: srv, Etcd: etcd, Log: log, opts: opts, ln: ln, nc: nc, health: health.NewServer(),
 		discovery: NewDiscovery(served)}
-	b.instance = lifecycle.Instance{Service: opts.Service, InstanceID: opts.InstanceID,
+	b.instance = lifecycle.Instance{Service: opts.Service, InstanceID: opts.Lifecycle.InstanceID,
 		Address: advertise(opts.AdvertiseAddress, ln.Addr()), Served: b.discovery.ServedNames()}
 
 	b.grpc = grpc.NewServer(
@@ -91,9 +87,16 @@ func New(opts *Options, served []*discoveryv1.GroupVersion, log *slog.Logger) (*
 	if err := srv.AddPostStartHook("storage-readiness", func(ctx context.Context) error {
 		return storage.WaitReady(ctx, etcd)
 	}); err != nil {
+		b.close()
 		return nil, err
 	}
 	return b, nil
+}
+
+// close releases what New acquired, for a backend that will not run.
+func (b *Backend) close() {
+	_ = b.ln.Close()
+	_ = b.Etcd.Close()
 }
 
 // advertise turns a bound address into one a peer can dial.
@@ -152,37 +155,12 @@ func (b *Backend) Run(ctx context.Context) error {
 	lifecyclev1.RegisterLifecycleServiceServer(b.grpc, &lifecycleService{b: b})
 	healthpb.RegisterHealthServer(b.grpc, b.health)
 	reflection.Register(b.grpc)
+	b.Server.MirrorHealth(b.health, b.opts.Service)
 
-	nc, err := lifecycle.Connect(b.opts.NATSURL, b.opts.Service+"/"+b.opts.InstanceID)
-	if err != nil {
-		return fmt.Errorf("nats: %w", err)
-	}
-	defer nc.Close()
-	b.publisher = lifecycle.NewPublisher(nc, lifecycle.Key(b.opts.Service, b.opts.InstanceID), b.opts.LifecycleTTL, b.Snapshot, b.Log)
-	b.Server.OnChange(b.publisher.Notify)
-	b.Server.OnChange(b.updateHealth)
-	b.updateHealth()
-
-	pubCtx, stopPublishing := context.WithCancel(context.Background())
-	var g errgroup.Group
-	g.Go(func() error { b.publisher.Run(pubCtx); return nil })
-	err = b.Server.Run(ctx)
-	stopPublishing()
-	_ = g.Wait()
-	_ = b.Etcd.Close()
-	return err
-}
-
-// updateHealth mirrors readiness into grpc.health.v1, for the gateway's fallback and for
-// the compose healthcheck.
-func (b *Backend) updateHealth() {
-	sig := b.Server.Signals()
-	st := healthpb.HealthCheckResponse_NOT_SERVING
-	if sig.HasBeenReady.IsSignaled() && !sig.ShutdownInitiated.IsSignaled() {
-		st = healthpb.HealthCheckResponse_SERVING
-	}
-	b.health.SetServingStatus("", st)
-	b.health.SetServingStatus(b.opts.Service, st)
+	defer b.Etcd.Close()
+	return b.Server.RunAlongside(ctx, func(ctx context.Context) {
+		lifecycle.Announce(ctx, b.nc, b.Server, b.instance, b.opts.Lifecycle.TTL, b.Log)
+	})
 }
 
 type lifecycleService struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/apichain/apichain/pkg/caller"
 	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/embedded"
+	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/stretchr/testify/assert"
@@ -47,16 +48,18 @@ func startBackend(t *testing.T) (*Backend, *certs.PKI) {
 	require.NoError(t, err)
 	t.Cleanup(etcd.Stop)
 
-	opts := NewOptions("core", 0)
-	opts.InstanceID = "test-1"
+	opts := NewOptions("core")
+	opts.Lifecycle.InstanceID = "test-1"
 	opts.BindAddress = "127.0.0.1:0"
 	opts.TLSCertFile, opts.TLSKeyFile, opts.ClientCAFile = pki.BackendCertFile, pki.BackendKeyFile, pki.CAFile
 	opts.EtcdServers = etcd.Endpoints()
-	opts.NATSURL = nats.URL()
 	opts.Generic.ShutdownTimeout = 10 * time.Second
 	require.NoError(t, opts.Validate())
+	nc, err := lifecycle.Connect(nats.URL(), t.Name())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
 
-	b, err := New(opts, []*discoveryv1.GroupVersion{{Version: "v1"}, {Group: "apps", Version: "v1"}}, discardLog())
+	b, err := New(opts, []*discoveryv1.GroupVersion{{Version: "v1"}, {Group: "apps", Version: "v1"}}, nc, discardLog())
 	require.NoError(t, err)
 	assert.Regexp(t, `^127\.0\.0\.1:\d+$`, b.Address())
 

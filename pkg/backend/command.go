@@ -3,45 +3,56 @@ package backend
 import (
 	"context"
 	"log/slog"
+	"os"
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
-	"github.com/apichain/apichain/pkg/server"
-	"github.com/spf13/cobra"
+	"github.com/apichain/apichain/pkg/lifecycle"
+	"github.com/apichain/apichain/pkg/process"
 )
 
-// DefaultPort is the backends' default gRPC port.
-const DefaultPort = 9090
+// Service is what a backend service adds to the generic backend: what it serves, in its
+// preferred order, and Setup, which installs its resources and post-start hooks.
+type Service struct {
+	Name   string
+	Served func() []*discoveryv1.GroupVersion
+	Setup  func(*Backend) error
+}
 
-// Command is a backend service's main command: flags, then serve until SIGTERM/SIGINT.
-// setup, if set, installs the service's resources and hooks on the built backend.
-func Command(service string, served func() []*discoveryv1.GroupVersion, setup func(*Backend) error) *cobra.Command {
-	opts := NewOptions(service, DefaultPort)
-	cmd := &cobra.Command{
-		Use:          service,
-		Short:        "apichain " + service + " backend",
-		SilenceUsage: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := opts.Complete(); err != nil {
-				return err
-			}
+// Module is svc as a process module configured by opts; it needs the NATS connection.
+func Module(svc Service, opts *Options, conn *lifecycle.NATS) process.Module {
+	return process.Module{
+		Name:  svc.Name,
+		Deps:  []string{lifecycle.ModuleNATS},
+		Flags: opts.AddFlags,
+		Init: func(_ context.Context, log *slog.Logger) (process.Service, error) {
+			opts.Complete()
 			if err := opts.Validate(); err != nil {
-				return err
+				return nil, err
 			}
-			return server.Main(func(ctx context.Context, log *slog.Logger) error {
-				b, err := New(opts, served(), log)
-				if err != nil {
-					return err
+			b, err := New(opts, svc.Served(), conn.Conn, log)
+			if err != nil {
+				return nil, err
+			}
+			if svc.Setup != nil {
+				if err := svc.Setup(b); err != nil {
+					b.close()
+					return nil, err
 				}
-				if setup != nil {
-					if err := setup(b); err != nil {
-						return err
-					}
-				}
-				return b.Run(ctx)
-			})
+			}
+			return b, nil
 		},
 	}
-	opts.AddFlags(cmd.Flags())
-	cmd.AddCommand(HealthcheckCommand(service))
-	return cmd
+}
+
+// Main runs svc as its own process, serving until SIGTERM or Ctrl-C.
+func Main(svc Service, short string) {
+	p := process.New()
+	conn := lifecycle.NewNATS()
+	p.Register(conn.Module(svc.Name))
+	p.Register(Module(svc, NewOptions(svc.Name), conn))
+	cmd := p.Command(svc.Name, short, svc.Name)
+	cmd.AddCommand(HealthcheckCommand(svc.Name))
+	if err := cmd.Execute(); err != nil {
+		os.Exit(1)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/apichain/apichain/pkg/certs"
+	"github.com/apichain/apichain/pkg/topology"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -43,10 +44,10 @@ func HealthcheckCommand(service string) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&address, "address", fmt.Sprintf("127.0.0.1:%d", DefaultPort), "Backend gRPC address.")
+	fs.StringVar(&address, "address", fmt.Sprintf("127.0.0.1:%d", topology.BackendPort), "Backend gRPC address.")
 	fs.StringVar(&caFile, "ca-file", "", "CA of the backend's serving certificate.")
 	fs.StringVar(&certFile, "cert-file", "", "Client certificate signed by the same CA.")
 	fs.StringVar(&keyFile, "key-file", "", "Client key.")
-	fs.StringVar(&serverName, "server-name", "apichain-backend", "Name in the backend's serving certificate.")
+	fs.StringVar(&serverName, "server-name", topology.BackendServerName, "Name in the backend's serving certificate.")
 	return cmd
 }

@@ -6,37 +6,35 @@ package backend
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/server"
+	"github.com/apichain/apichain/pkg/topology"
 	"github.com/spf13/pflag"
 )
 
 // Options are a backend's flags.
 type Options struct {
 	Service          string
-	InstanceID       string
+	Lifecycle        lifecycle.Options
 	BindAddress      string
 	AdvertiseAddress string
 	TLSCertFile      string
 	TLSKeyFile       string
 	ClientCAFile     string
 	EtcdServers      []string
-	NATSURL          string
-	LifecycleTTL     time.Duration
 	MaxConnectionAge time.Duration
 	Generic          server.Options
 }
 
 // NewOptions returns defaults for service.
-func NewOptions(service string, port int) *Options {
+func NewOptions(service string) *Options {
 	return &Options{
 		Service:          service,
-		BindAddress:      fmt.Sprintf("0.0.0.0:%d", port),
+		Lifecycle:        lifecycle.NewOptions(),
+		BindAddress:      fmt.Sprintf("0.0.0.0:%d", topology.BackendPort),
 		EtcdServers:      []string{"http://127.0.0.1:2379"},
-		NATSURL:          "nats://127.0.0.1:4222",
-		LifecycleTTL:     5 * time.Second,
 		MaxConnectionAge: 2 * time.Minute,
 		Generic:          server.DefaultOptions(),
 	}
@@ -44,26 +42,19 @@ func NewOptions(service string, port int) *Options {
 
 // AddFlags registers the options on fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.InstanceID, "instance-id", o.InstanceID, "Instance id published in lifecycle state (default: hostname and pid).")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Address the gRPC server listens on.")
 	fs.StringVar(&o.AdvertiseAddress, "advertise-address", o.AdvertiseAddress, "Address the gateway dials (default: the bound address, with the hostname for 0.0.0.0).")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Serving certificate for the gRPC server.")
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", o.TLSKeyFile, "Private key of the serving certificate.")
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "CA that signed the gateway's client certificate.")
 	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", o.EtcdServers, "etcd client URLs.")
-	fs.StringVar(&o.NATSURL, "nats-url", o.NATSURL, "NATS URL for lifecycle state.")
-	fs.DurationVar(&o.LifecycleTTL, "lifecycle-ttl", o.LifecycleTTL, "How long lifecycle state lives without a heartbeat.")
 	fs.DurationVar(&o.MaxConnectionAge, "max-connection-age", o.MaxConnectionAge, "Close gRPC connections after this age so clients re-resolve and new replicas get traffic.")
+	o.Lifecycle.AddFlags(fs)
 	o.Generic.AddFlags(fs)
 }
 
 // Complete fills defaults that depend on the environment.
-func (o *Options) Complete() error {
-	if o.InstanceID == "" {
-		o.InstanceID = server.DefaultInstanceID()
-	}
-	return nil
-}
+func (o *Options) Complete() { o.Lifecycle.Complete() }
 
 // Validate reports missing or inconsistent options.
 func (o *Options) Validate() error {
@@ -74,8 +65,5 @@ func (o *Options) Validate() error {
 	if len(o.EtcdServers) == 0 {
 		errs = append(errs, errors.New("--etcd-servers is required"))
 	}
-	if strings.Contains(o.InstanceID, ".") {
-		errs = append(errs, errors.New("--instance-id may not contain '.'"))
-	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, o.Lifecycle.Validate())...)
 }

@@ -35,3 +35,32 @@ type ping struct{}
 
 func (ping) Name() string              { return "ping" }
 func (ping) Check(*http.Request) error { return nil }
+
+// Result is one check's outcome. It is itself a Checker that reports that outcome, so a
+// report can be served from checks that ran once elsewhere.
+type Result struct {
+	CheckName string
+	Err       error
+	NoteText  string
+}
+
+// Name is the check's name.
+func (r Result) Name() string { return r.CheckName }
+
+// Check returns the outcome.
+func (r Result) Check(*http.Request) error { return r.Err }
+
+// Note is the check's note, if it had one.
+func (r Result) Note() string { return r.NoteText }
+
+// Run runs every check in order and records each outcome with its note.
+func Run(req *http.Request, checks []Checker) []Result {
+	out := make([]Result, len(checks))
+	for i, c := range checks {
+		out[i] = Result{CheckName: c.Name(), Err: c.Check(req)}
+		if n, ok := c.(Noter); ok {
+			out[i].NoteText = n.Note()
+		}
+	}
+	return out
+}

@@ -10,7 +10,7 @@ import (
 // every path below it, so check names containing '/' work and checks added
 // after Install get their subpath without re-registering.
 func Install(mux *http.ServeMux, endpoint string, checks func() []Checker) {
-	h := newHandler(endpoint, checks)
+	h := newHandler(endpoint, perRequest(checks))
 	mux.Handle(h.path, h)
 	mux.Handle(h.path+"/", h)
 }
@@ -20,16 +20,36 @@ func Install(mux *http.ServeMux, endpoint string, checks func() []Checker) {
 // set may change at runtime; an empty set serves PingHealthz, as kube does.
 // endpoint may be given with or without slashes ("readyz", "/readyz").
 func Handler(endpoint string, checks func() []Checker) http.Handler {
-	return newHandler(endpoint, checks)
+	return newHandler(endpoint, perRequest(checks))
+}
+
+func perRequest(checks func() []Checker) func(*http.Request) []Checker {
+	if checks == nil {
+		return nil
+	}
+	return func(*http.Request) []Checker { return checks() }
+}
+
+// ResultsHandler is Handler for checks that run elsewhere: results runs them once per request
+// and returns their outcomes (see Run), which the handler reports.
+func ResultsHandler(endpoint string, results func(r *http.Request) []Result) http.Handler {
+	return newHandler(endpoint, func(r *http.Request) []Checker {
+		rs := results(r)
+		out := make([]Checker, len(rs))
+		for i, res := range rs {
+			out[i] = res
+		}
+		return out
+	})
 }
 
 type handler struct {
 	path   string // "/readyz"
 	name   string // "readyz": first path segment, as kube names it
-	checks func() []Checker
+	checks func(*http.Request) []Checker
 }
 
-func newHandler(endpoint string, checks func() []Checker) *handler {
+func newHandler(endpoint string, checks func(*http.Request) []Checker) *handler {
 	trimmed := strings.Trim(endpoint, "/")
 	if trimmed == "" {
 		// An empty endpoint would claim every path on the mux.
@@ -45,18 +65,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	switch {
 	case p == h.path:
-		serveAll(w, r, h.name, h.current())
+		serveAll(w, r, h.name, h.current(r))
 	case strings.HasPrefix(p, h.path+"/"):
-		serveOne(w, r, h.current(), p[len(h.path)+1:])
+		serveOne(w, r, h.current(r), p[len(h.path)+1:])
 	default:
 		http.NotFound(w, r)
 	}
 }
 
-func (h *handler) current() []Checker {
+func (h *handler) current(r *http.Request) []Checker {
 	var checks []Checker
 	if h.checks != nil {
-		checks = h.checks()
+		checks = h.checks(r)
 	}
 	if len(checks) == 0 {
 		return []Checker{PingHealthz}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
+	"github.com/apichain/apichain/pkg/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
@@ -20,6 +21,16 @@ type Publisher struct {
 	snapshot func() *lifecyclev1.InstanceState
 	log      *slog.Logger
 	changed  chan struct{}
+}
+
+// Announce publishes srv's state as inst over nc until ctx ends, then deletes it: at every
+// change of srv (hooks, signals, state, readiness) and by heartbeat. Run it alongside the
+// server (server.RunAlongside) so the goodbye comes after the server stopped.
+func Announce(ctx context.Context, nc *nats.Conn, srv *server.Server, inst Instance, ttl time.Duration, log *slog.Logger) {
+	p := NewPublisher(nc, Key(inst.Service, inst.InstanceID), ttl, func() *lifecyclev1.InstanceState { return Snapshot(srv, inst) }, log)
+	srv.OnChange(p.Notify)
+	p.Notify()
+	p.Run(ctx)
 }
 
 // NewPublisher publishes snapshot() under key.
@@ -38,14 +49,13 @@ func (p *Publisher) Notify() {
 	}
 }
 
-// Run publishes until ctx is done, then publishes a last time and deletes the key.
+// Run publishes until ctx is done, then deletes the key: the instance's goodbye, which
+// takes it out of every gateway's view at once instead of after the TTL.
 func (p *Publisher) Run(ctx context.Context) {
 	var kv jetstream.KeyValue
 	heartbeat := time.NewTicker(p.ttl / 3)
 	defer heartbeat.Stop()
 	publish := func() {
-		// Snapshot first: it runs the readyz checks, which may be slow (etcd down), and must
-		// not eat the time the Put has.
 		data, err := proto.Marshal(p.snapshot())
 		if err != nil {
 			p.log.Error("marshal lifecycle state", "err", err)

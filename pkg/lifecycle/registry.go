@@ -141,5 +141,5 @@ func (r *Registry) Service(name string) []*lifecyclev1.InstanceState {
 
 // Routable reports whether the gateway may send requests to an instance.
 func Routable(st *lifecyclev1.InstanceState) bool {
-	return st.GetReady() && !st.GetShuttingDown()
+	return st.GetReady() && st.GetState() < lifecyclev1.State_STATE_STOPPING
 }

@@ -42,19 +42,19 @@ func Snapshot(srv *server.Server, inst Instance) *lifecyclev1.InstanceState {
 		}
 		st.Hooks = append(st.Hooks, hs)
 	}
-	ready := true
-	for _, c := range srv.RunReadyzChecks() {
-		cs := &lifecyclev1.Check{Name: c.Name, Ok: c.Err == nil}
+	// The last readiness answer: publishing never runs the checks itself.
+	ready, results := srv.Readiness()
+	for _, c := range results {
+		cs := &lifecyclev1.Check{Name: c.CheckName, Ok: c.Err == nil}
 		if c.Err != nil {
 			cs.Error = c.Err.Error()
-			ready = false
 		}
 		st.Checks = append(st.Checks, cs)
 	}
 	st.Ready = ready
-	st.ShuttingDown = sig.ShutdownInitiated.IsSignaled()
-	for _, p := range srv.Phases() {
-		st.Phases = append(st.Phases, &lifecyclev1.Phase{Name: p.Name, At: timestamppb.New(p.At)})
+	st.State = lifecyclev1.State(srv.State())
+	for _, t := range srv.Transitions() {
+		st.Transitions = append(st.Transitions, &lifecyclev1.StateTransition{State: lifecyclev1.State(t.State), At: timestamppb.New(t.At)})
 	}
 	return st
 }

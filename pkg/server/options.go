@@ -1,11 +1,6 @@
 package server
 
-import (
-	"fmt"
-	"os"
-
-	"github.com/spf13/pflag"
-)
+import "github.com/spf13/pflag"
 
 // AddFlags registers the generic server's flags, named as kube-apiserver names them.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
@@ -15,11 +10,4 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"During shutdown keep the listener open until in-flight requests drained, answering new requests with 429 and Retry-After.")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "Upper bound for draining in-flight requests.")
 	fs.DurationVar(&o.LivezGracePeriod, "livez-grace-period", o.LivezGracePeriod, "Time after start during which livez checks pass regardless.")
-}
-
-// DefaultInstanceID names a process in lifecycle state: its hostname (a container's is
-// unique) and pid.
-func DefaultInstanceID() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }

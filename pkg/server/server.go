@@ -53,6 +53,8 @@ type Server struct {
 	log     *slog.Logger
 	hooks   *hookRegistry
 	signals LifecycleSignals
+	state   *stateMachine
+	ready   readiness
 
 	// InFlight counts non-long-running requests so shutdown can drain them.
 	InFlight SafeWaitGroup
@@ -62,7 +64,6 @@ type Server struct {
 	livez       []healthz.Checker
 	readyz      []healthz.Checker
 	transports  []boundTransport
-	phases      []Phase
 	onChange    []func()
 	deferMuxSig bool
 	startedAt   time.Time
@@ -81,24 +82,19 @@ type boundTransport struct {
 // startup timeline includes what happens before a server is built.
 var processStart = time.Now()
 
-// Phase is a startup phase reached, for the startup timeline.
-type Phase struct {
-	Name string
-	At   time.Time
-}
-
 // New makes a Server named after its service (used in logs).
 func New(name string, opts Options, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
 	s := &Server{name: name, opts: opts, log: log, hooks: newHookRegistry(), startedAt: processStart}
+	s.ready.kick = make(chan struct{}, 1)
+	s.state = newStateMachine(processStart, func(st State) {
+		s.log.Info("server state", "state", st.String(), "sinceStart", time.Since(s.startedAt).String())
+		s.changed()
+	})
 	s.signals = newLifecycleSignals(func(sig string, at time.Time) {
 		s.log.Info("lifecycle signal", "signal", sig)
-		if sig == "HasBeenReady" {
-			s.MarkPhase("ready") // whoever saw readiness first: the watcher or a /readyz request
-			return
-		}
 		s.changed()
 	})
 	s.healthz = []healthz.Checker{healthz.PingHealthz}
@@ -117,37 +113,35 @@ func (s *Server) Signals() *LifecycleSignals { return &s.signals }
 // StartedAt is when the process started, the origin of its startup timeline.
 func (s *Server) StartedAt() time.Time { return s.startedAt }
 
-// OnChange registers f to be called (synchronously, keep it cheap) whenever a hook, signal or
-// phase changes, so lifecycle publishers can push state instead of polling.
+// State is where the server is in its life.
+func (s *Server) State() State { return s.state.current() }
+
+// Transitions are the states the server went through, with times, oldest first.
+func (s *Server) Transitions() []Transition { return s.state.history() }
+
+// OnChange registers f to be called (synchronously, keep it cheap) whenever a hook, signal,
+// state or the readiness answer changes, so lifecycle publishers can push state instead of
+// polling.
 func (s *Server) OnChange(f func()) {
 	s.mu.Lock()
 	s.onChange = append(s.onChange, f)
 	s.mu.Unlock()
 }
 
+// changed tells listeners, and asks for readiness to be checked again: what changed (a hook
+// finishing, say) may make the server ready.
 func (s *Server) changed() {
+	s.notify()
+	s.RecheckReadiness()
+}
+
+func (s *Server) notify() {
 	s.mu.Lock()
 	fs := append([]func(){}, s.onChange...)
 	s.mu.Unlock()
 	for _, f := range fs {
 		f()
 	}
-}
-
-// MarkPhase records that a startup phase was reached.
-func (s *Server) MarkPhase(name string) {
-	s.mu.Lock()
-	s.phases = append(s.phases, Phase{Name: name, At: time.Now()})
-	s.mu.Unlock()
-	s.log.Info("startup phase reached", "phase", name, "sinceStart", time.Since(s.startedAt).String())
-	s.changed()
-}
-
-// Phases returns the phases reached so far in order.
-func (s *Server) Phases() []Phase {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Phase(nil), s.phases...)
 }
 
 // DeferMuxAndDiscoveryComplete tells Run not to fire MuxAndDiscoveryComplete by itself: the
@@ -228,44 +222,18 @@ func (s *Server) livezChecks() []healthz.Checker {
 
 // InstallHealthHandlers serves /healthz, /livez and /readyz (and their per-check subpaths).
 // extraReadyz, if set, adds checks computed per request (the gateway's remote instances); they
-// count for HasBeenReady too.
+// count for readiness too.
 func (s *Server) InstallHealthHandlers(mux *http.ServeMux, extraReadyz func() []healthz.Checker) {
 	s.mu.Lock()
 	s.extraReadyz = extraReadyz
 	s.mu.Unlock()
 	healthz.Install(mux, "healthz", s.healthzChecks)
 	healthz.Install(mux, "livez", s.livezChecks)
-	readyz := healthz.Handler("readyz", s.allReadyzChecks)
-	// The first 200 from /readyz fires HasBeenReady, as in kube, so no client sees the server
-	// ready before the signal says so.
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &codeRecorder{ResponseWriter: w}
-		readyz.ServeHTTP(rec, r)
-		if rec.code == http.StatusOK && r.URL.Path == "/readyz" && len(r.URL.Query()["exclude"]) == 0 {
-			s.signals.HasBeenReady.Signal()
-		}
-	})
-	mux.Handle("/readyz", h)
-	mux.Handle("/readyz/", h)
-}
-
-type codeRecorder struct {
-	http.ResponseWriter
-	code int
-}
-
-func (c *codeRecorder) WriteHeader(code int) {
-	if c.code == 0 {
-		c.code = code
-	}
-	c.ResponseWriter.WriteHeader(code)
-}
-
-func (c *codeRecorder) Write(p []byte) (int, error) {
-	if c.code == 0 {
-		c.code = http.StatusOK
-	}
-	return c.ResponseWriter.Write(p)
+	// Every /readyz request runs the checks through CheckReadiness, so the first 200 a client
+	// sees has already fired HasBeenReady, as in kube.
+	readyz := healthz.ResultsHandler("readyz", s.CheckReadiness)
+	mux.Handle("/readyz", readyz)
+	mux.Handle("/readyz/", readyz)
 }
 
 // allReadyzChecks are the readyz checks including extra ones, "shutdown" last.
@@ -279,30 +247,6 @@ func (s *Server) allReadyzChecks() []healthz.Checker {
 	}
 	last := len(checks) - 1
 	return append(append(checks[:last:last], extra()...), checks[last])
-}
-
-// CheckResult is one readyz check's outcome.
-type CheckResult struct {
-	Name string
-	Err  error
-}
-
-// RunReadyzChecks runs every readyz check and reports each result.
-func (s *Server) RunReadyzChecks() []CheckResult {
-	req, _ := http.NewRequest(http.MethodGet, "/readyz", nil)
-	checks := s.allReadyzChecks()
-	out := make([]CheckResult, 0, len(checks))
-	ready := true
-	for _, c := range checks {
-		err := c.Check(req)
-		ready = ready && err == nil
-		out = append(out, CheckResult{Name: c.Name(), Err: err})
-	}
-	if ready {
-		// The first time every readyz check passes, wherever they ran, is HasBeenReady.
-		s.signals.HasBeenReady.Signal()
-	}
-	return out
 }
 
 // Hooks returns the post-start hooks' states.
@@ -341,7 +285,7 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	s.MarkPhase("listening")
+	s.state.enter(StateStarting)
 
 	hookCtx, cancelHooks := context.WithCancel(ctx)
 	defer cancelHooks()
@@ -354,7 +298,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if !deferMux {
 		s.signals.MuxAndDiscoveryComplete.Signal()
 	}
-	go s.watchReady(hookCtx)
+	readinessCtx, stopReadiness := context.WithCancel(context.Background())
+	defer stopReadiness()
+	go s.readinessLoop(readinessCtx)
 
 	var runErr error
 	select {
@@ -370,6 +316,11 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if err := s.shutdown(transports, runErr != nil); err != nil && runErr == nil {
 		runErr = err
+	}
+	if runErr != nil {
+		s.state.enter(StateFailed)
+	} else {
+		s.state.enter(StateTerminated)
 	}
 	return runErr
 }
@@ -417,29 +368,13 @@ func runHook(ctx context.Context, fn PostStartHookFunc) (err error) {
 	return fn(ctx)
 }
 
-// watchReady fires HasBeenReady the first time all readyz checks pass.
-func (s *Server) watchReady(ctx context.Context) {
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for {
-		s.RunReadyzChecks()
-		if s.signals.HasBeenReady.IsSignaled() {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
 // shutdown is the two-phase graceful shutdown: readyz fails, requests are served for the
 // delay, then the listener stops (or, with ShutdownSendRetryAfter, new requests get 429 until
 // drained), in-flight requests drain, and the transports stop.
 func (s *Server) shutdown(transports []boundTransport, immediate bool) error {
 	sig := &s.signals
 	sig.ShutdownInitiated.Signal()
+	s.state.enter(StateStopping)
 	s.log.Info("shutdown initiated", "shutdownDelayDuration", s.opts.ShutdownDelayDuration.String())
 
 	var preErr error
@@ -505,4 +440,23 @@ func (s *Server) runPreShutdownHooks() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// RunAlongside is Run with tasks that live as long as the server: they start with it and are
+// stopped (their context ends) only after the server has shut down, so a lifecycle publisher
+// still announces the shutdown, and watchers keep routing while requests drain.
+func (s *Server) RunAlongside(ctx context.Context, tasks ...func(ctx context.Context)) error {
+	tctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	for _, task := range tasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			task(tctx)
+		}()
+	}
+	err := s.Run(ctx)
+	stop()
+	wg.Wait()
+	return err
 }

@@ -1,15 +1,11 @@
-// Command aggregator runs apichain's aggregator backend.
+// Command aggregator runs apichain's aggregator backend: APIServices and proxying to external API servers.
 package main
 
 import (
-	"os"
-
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/services/aggregator/aggregator"
 )
 
 func main() {
-	if err := backend.Command(aggregator.Service, aggregator.Served, aggregator.Setup).Execute(); err != nil {
-		os.Exit(1)
-	}
+	backend.Main(aggregator.Service, "apichain aggregator backend: APIServices and proxying to external API servers")
 }

@@ -1,15 +1,11 @@
-// Command core runs apichain's core backend.
+// Command core runs apichain's core backend: /api/v1 and the built-in groups.
 package main
 
 import (
-	"os"
-
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/services/core/core"
 )
 
 func main() {
-	if err := backend.Command(core.Service, core.Served, core.Setup).Execute(); err != nil {
-		os.Exit(1)
-	}
+	backend.Main(core.Service, "apichain core backend: /api/v1 and the built-in groups")
 }

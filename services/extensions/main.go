@@ -1,15 +1,11 @@
-// Command extensions runs apichain's extensions backend.
+// Command extensions runs apichain's extensions backend: CRDs and custom resources.
 package main
 
 import (
-	"os"
-
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/services/extensions/extensions"
 )
 
 func main() {
-	if err := backend.Command(extensions.Service, extensions.Served, extensions.Setup).Execute(); err != nil {
-		os.Exit(1)
-	}
+	backend.Main(extensions.Service, "apichain extensions backend: CRDs and custom resources")
 }

@@ -1,14 +1,8 @@
 // Command gateway runs apichain's front door.
 package main
 
-import (
-	"os"
-
-	"github.com/apichain/apichain/services/gateway/gateway"
-)
+import "github.com/apichain/apichain/services/gateway/gateway"
 
 func main() {
-	if err := gateway.Command().Execute(); err != nil {
-		os.Exit(1)
-	}
+	gateway.Main()
 }

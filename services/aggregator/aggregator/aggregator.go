@@ -3,27 +3,17 @@
 package aggregator
 
 import (
-	"log/slog"
-
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	"github.com/apichain/apichain/pkg/backend"
+	"github.com/apichain/apichain/pkg/topology"
 )
 
-// Service is the service name in lifecycle state and logs.
-const Service = "aggregator"
+// Service is the aggregator backend: what it serves and how it is set up.
+var Service = backend.Service{Name: topology.Aggregator, Served: Served, Setup: Setup}
 
 // Served lists the group/versions the aggregator owns.
 func Served() []*discoveryv1.GroupVersion {
 	return []*discoveryv1.GroupVersion{{Group: "apiregistration.k8s.io", Version: "v1"}}
-}
-
-// New builds the aggregator backend.
-func New(opts *backend.Options, log *slog.Logger) (*backend.Backend, error) {
-	b, err := backend.New(opts, Served(), log)
-	if err != nil {
-		return nil, err
-	}
-	return b, Setup(b)
 }
 
 // Setup installs the aggregator's resources and hooks on b.

@@ -3,30 +3,21 @@ package core
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/storage"
+	"github.com/apichain/apichain/pkg/topology"
 )
 
-// Service is the service name in lifecycle state and logs.
-const Service = "core"
+// Service is the core backend: what it serves and how it is set up.
+var Service = backend.Service{Name: topology.Core, Served: Served, Setup: Setup}
 
 // Served lists the group/versions and resources core owns, legacy group first.
 func Served() []*discoveryv1.GroupVersion {
 	return registry.NewSet(Resources()...).Served()
-}
-
-// New builds the core backend.
-func New(opts *backend.Options, log *slog.Logger) (*backend.Backend, error) {
-	b, err := backend.New(opts, Served(), log)
-	if err != nil {
-		return nil, err
-	}
-	return b, Setup(b)
 }
 
 // Setup installs core's resources and hooks on b.

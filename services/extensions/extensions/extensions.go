@@ -2,27 +2,17 @@
 package extensions
 
 import (
-	"log/slog"
-
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	"github.com/apichain/apichain/pkg/backend"
+	"github.com/apichain/apichain/pkg/topology"
 )
 
-// Service is the service name in lifecycle state and logs.
-const Service = "extensions"
+// Service is the extensions backend: what it serves and how it is set up.
+var Service = backend.Service{Name: topology.Extensions, Served: Served, Setup: Setup}
 
 // Served lists the group/versions extensions owns.
 func Served() []*discoveryv1.GroupVersion {
 	return []*discoveryv1.GroupVersion{{Group: "apiextensions.k8s.io", Version: "v1"}}
-}
-
-// New builds the extensions backend.
-func New(opts *backend.Options, log *slog.Logger) (*backend.Backend, error) {
-	b, err := backend.New(opts, Served(), log)
-	if err != nil {
-		return nil, err
-	}
-	return b, Setup(b)
 }
 
 // Setup installs the extensions' resources and hooks on b.

@@ -16,6 +16,7 @@ import (
 	"github.com/apichain/apichain/pkg/openapi"
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/pkg/rpcstatus"
+	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/services/gateway/filters"
 	"google.golang.org/grpc"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -324,7 +325,7 @@ func (g *Gateway) serveGroupList(ctx context.Context, w http.ResponseWriter, r *
 	aggregated := discovery.WantsAggregated(req.GetAccept())
 	var items []json.RawMessage
 	seen := map[string]bool{}
-	for _, svc := range ChainOrder {
+	for _, svc := range topology.Chain() {
 		t, ok := g.router.anyInstance(svc)
 		if !ok {
 			continue
@@ -390,7 +391,7 @@ func (g *Gateway) serveGroupList(ctx context.Context, w http.ResponseWriter, r *
 // document is fetched from the server that owns it.
 func (g *Gateway) serveOpenAPIIndex(ctx context.Context, w http.ResponseWriter, req *discoveryv1.GetDocumentRequest) {
 	var indexes [][]byte
-	for _, svc := range ChainOrder {
+	for _, svc := range topology.Chain() {
 		t, ok := g.router.anyInstance(svc)
 		if !ok {
 			continue

@@ -16,12 +16,13 @@ import (
 	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/server"
+	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/services/gateway/filters"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -35,6 +36,7 @@ type Gateway struct {
 
 	opts       *Options
 	pki        *certs.PKI
+	nc         *nats.Conn
 	ln         net.Listener
 	registry   *lifecycle.Registry
 	pool       *connPool
@@ -48,19 +50,14 @@ type Gateway struct {
 	authorizer filters.Authorizer
 }
 
-// New builds the gateway and binds its port; the admin kubeconfig is written before serving.
-func New(opts *Options, log *slog.Logger) (*Gateway, error) {
-	log = log.With("service", "gateway", "instance", opts.InstanceID)
-	srv := server.New("gateway", opts.Generic, log)
-	srv.MarkPhase("config")
-	g := &Gateway{Server: srv, Log: log, opts: opts, registry: lifecycle.NewRegistry(opts.LifecycleTTL), health: health.NewServer()}
+// New builds the gateway with pki's certificates (unless the options name others) and binds
+// its port; the admin kubeconfig is written before serving. Lifecycle state travels over nc.
+func New(opts *Options, pki *certs.PKI, nc *nats.Conn, log *slog.Logger) (*Gateway, error) {
+	log = log.With("service", topology.Gateway, "instance", opts.Lifecycle.InstanceID)
+	srv := server.New(topology.Gateway, opts.Generic, log)
+	g := &Gateway{Server: srv, Log: log, opts: opts, pki: pki, nc: nc,
+		registry: lifecycle.NewRegistry(opts.Lifecycle.TTL), health: health.NewServer()}
 
-	hosts := append([]string{"apichain", "kubernetes", "kubernetes.default"}, opts.ExternalHosts...)
-	pki, err := certs.EnsurePKI(opts.DataDir, hosts, []string{opts.BackendServerName})
-	if err != nil {
-		return nil, fmt.Errorf("certificates: %w", err)
-	}
-	g.pki = pki
 	serving, err := g.servingTLS()
 	if err != nil {
 		return nil, err
@@ -78,7 +75,7 @@ func New(opts *Options, log *slog.Logger) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	g.instance = lifecycle.Instance{Service: "gateway", InstanceID: opts.InstanceID, Address: g.ln.Addr().String()}
+	g.instance = lifecycle.Instance{Service: topology.Gateway, InstanceID: opts.Lifecycle.InstanceID, Address: g.ln.Addr().String()}
 	if err := g.writeKubeconfig(); err != nil {
 		g.ln.Close()
 		return nil, err
@@ -224,38 +221,25 @@ func (g *Gateway) Snapshot() *lifecyclev1.InstanceState {
 
 // Run serves until ctx is done, then shuts down gracefully.
 func (g *Gateway) Run(ctx context.Context) error {
-	nc, err := lifecycle.Connect(g.opts.NATSURL, "gateway/"+g.opts.InstanceID)
-	if err != nil {
-		return fmt.Errorf("nats: %w", err)
-	}
-	defer nc.Close()
 	defer g.pool.closeAll()
-
-	bg, stopBackground := context.WithCancel(context.Background())
-	var wg errgroup.Group
-	wg.Go(func() error { lifecycle.WatchNATS(bg, nc, g.opts.LifecycleTTL, g.registry, g.Log); return nil })
-	wg.Go(func() error {
-		lifecycle.PollGRPC(bg, g.registry, g.staticAddresses, g.dial, g.opts.LifecycleTTL/5)
-		return nil
-	})
-	pub := lifecycle.NewPublisher(nc, lifecycle.Key("gateway", g.opts.InstanceID), g.opts.LifecycleTTL, g.Snapshot, g.Log)
-	g.Server.OnChange(pub.Notify)
-	g.Server.OnChange(g.updateHealth)
+	ttl := g.opts.Lifecycle.TTL
+	g.Server.MirrorHealth(g.health, topology.Gateway)
 	g.registry.OnChange(g.retainConns)
-	wg.Go(func() error { pub.Run(bg); return nil })
-
+	g.registry.OnChange(g.Server.RecheckReadiness)
 	g.Log.Info("Serving securely on "+g.ln.Addr().String(), "url", g.URL(), "kubeconfig", g.kubeconfig)
-	err = g.Server.Run(ctx)
-	stopBackground()
-	_ = wg.Wait()
-	return err
+	return g.Server.RunAlongside(ctx,
+		func(ctx context.Context) { lifecycle.WatchNATS(ctx, g.nc, ttl, g.registry, g.Log) },
+		func(ctx context.Context) { lifecycle.PollGRPC(ctx, g.registry, g.staticAddresses, g.dial, ttl/5) },
+		func(ctx context.Context) { lifecycle.Announce(ctx, g.nc, g.Server, g.instance, ttl, g.Log) },
+	)
 }
 
 func (g *Gateway) staticAddresses() []string {
 	var out []string
-	out = append(out, g.opts.AggregatorAddresses...)
-	out = append(out, g.opts.CoreAddresses...)
-	return append(out, g.opts.ExtensionsAddresses...)
+	for _, svc := range topology.Chain() {
+		out = append(out, g.opts.BackendAddresses[svc]...)
+	}
+	return out
 }
 
 func (g *Gateway) dial(addr string) (grpc.ClientConnInterface, error) { return g.pool.get(addr) }
@@ -270,14 +254,4 @@ func (g *Gateway) retainConns() {
 		keep[a] = true
 	}
 	g.pool.retain(keep)
-}
-
-func (g *Gateway) updateHealth() {
-	sig := g.Server.Signals()
-	st := healthpb.HealthCheckResponse_NOT_SERVING
-	if sig.HasBeenReady.IsSignaled() && !sig.ShutdownInitiated.IsSignaled() {
-		st = healthpb.HealthCheckResponse_SERVING
-	}
-	g.health.SetServingStatus("", st)
-	g.health.SetServingStatus("gateway", st)
 }

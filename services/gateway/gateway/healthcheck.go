@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apichain/apichain/pkg/certs"
+	"github.com/apichain/apichain/pkg/topology"
 	"github.com/spf13/cobra"
 )
 
@@ -44,7 +45,7 @@ func HealthcheckCommand() *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&url, "url", "https://127.0.0.1:6443", "Gateway URL.")
+	fs.StringVar(&url, "url", fmt.Sprintf("https://127.0.0.1:%d", topology.GatewayPort), "Gateway URL.")
 	fs.StringVar(&path, "path", "/readyz", "Health path to ask.")
 	fs.StringVar(&caFile, "ca-file", "apichain-data/pki/ca.crt", "CA of the gateway's serving certificate.")
 	return cmd

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/apichain/apichain/pkg/certs"
+	"github.com/apichain/apichain/pkg/topology"
 	"github.com/spf13/cobra"
 )
 
@@ -17,7 +18,7 @@ func InitPKICommand() *cobra.Command {
 		Short:        "Create (or keep) the CA, serving, client and backend certificates in --data-dir/pki",
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			pki, err := certs.EnsurePKI(dataDir, append([]string{"apichain", "kubernetes"}, hosts...), []string{backendName})
+			pki, err := certs.EnsurePKI(dataDir, topology.ServingHosts(hosts...), []string{backendName})
 			if err != nil {
 				return err
 			}
@@ -27,6 +28,6 @@ func InitPKICommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", "apichain-data", "Data directory.")
 	cmd.Flags().StringSliceVar(&hosts, "external-hostname", nil, "Extra names and IPs for the gateway's serving certificate.")
-	cmd.Flags().StringVar(&backendName, "backend-server-name", "apichain-backend", "Name in the backends' serving certificate.")
+	cmd.Flags().StringVar(&backendName, "backend-server-name", topology.BackendServerName, "Name in the backends' serving certificate.")
 	return cmd
 }

@@ -11,12 +11,13 @@ import (
 
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/server"
+	"github.com/apichain/apichain/pkg/topology"
 	"github.com/spf13/pflag"
 )
 
 // Options are the gateway's flags.
 type Options struct {
-	InstanceID    string
+	Lifecycle     lifecycle.Options
 	BindAddress   string
 	SecurePort    int
 	DataDir       string
@@ -34,13 +35,9 @@ type Options struct {
 	BackendClientCertFile string
 	BackendClientKeyFile  string
 	BackendServerName     string
-	// Static backend addresses, used when NATS is unreachable (and as a seed).
-	AggregatorAddresses []string
-	CoreAddresses       []string
-	ExtensionsAddresses []string
-
-	NATSURL      string
-	LifecycleTTL time.Duration
+	// BackendAddresses are static gRPC addresses by service, used when NATS is unreachable.
+	BackendAddresses map[string][]string
+	addressFlags     map[string]*[]string // --<service>-address, copied into BackendAddresses by Complete
 
 	RequestTimeout              time.Duration
 	MaxRequestsInFlight         int
@@ -52,13 +49,13 @@ type Options struct {
 // NewOptions returns kube-apiserver's defaults where it has them.
 func NewOptions() *Options {
 	return &Options{
+		Lifecycle:                   lifecycle.NewOptions(),
 		BindAddress:                 "0.0.0.0",
-		SecurePort:                  6443,
+		SecurePort:                  topology.GatewayPort,
 		DataDir:                     "apichain-data",
 		AnonymousAuth:               true,
-		BackendServerName:           "apichain-backend",
-		NATSURL:                     "nats://127.0.0.1:4222",
-		LifecycleTTL:                lifecycle.DefaultTTL,
+		BackendServerName:           topology.BackendServerName,
+		BackendAddresses:            map[string][]string{},
 		RequestTimeout:              60 * time.Second,
 		MaxRequestsInFlight:         400,
 		MaxMutatingRequestsInFlight: 200,
@@ -68,7 +65,6 @@ func NewOptions() *Options {
 
 // AddFlags registers the options.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.InstanceID, "instance-id", o.InstanceID, "Instance id published in lifecycle state (default: hostname and pid).")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Address to serve HTTPS and gRPC on.")
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "Port to serve HTTPS and gRPC on (0 picks a free port).")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for generated certificates and the admin kubeconfig.")
@@ -83,21 +79,26 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BackendClientCertFile, "backend-client-cert-file", o.BackendClientCertFile, "Client certificate for the backends (default: generated).")
 	fs.StringVar(&o.BackendClientKeyFile, "backend-client-key-file", o.BackendClientKeyFile, "Client key for the backends (default: generated).")
 	fs.StringVar(&o.BackendServerName, "backend-server-name", o.BackendServerName, "Name expected in the backends' serving certificates.")
-	fs.StringSliceVar(&o.AggregatorAddresses, "aggregator-address", o.AggregatorAddresses, "Aggregator gRPC addresses used when NATS is unreachable.")
-	fs.StringSliceVar(&o.CoreAddresses, "core-address", o.CoreAddresses, "Core gRPC addresses used when NATS is unreachable.")
-	fs.StringSliceVar(&o.ExtensionsAddresses, "extensions-address", o.ExtensionsAddresses, "Extensions gRPC addresses used when NATS is unreachable.")
-	fs.StringVar(&o.NATSURL, "nats-url", o.NATSURL, "NATS URL for lifecycle state.")
-	fs.DurationVar(&o.LifecycleTTL, "lifecycle-ttl", o.LifecycleTTL, "How long an instance's state lives without a heartbeat.")
+	o.addressFlags = map[string]*[]string{}
+	for _, svc := range topology.Chain() {
+		addrs := o.BackendAddresses[svc]
+		o.addressFlags[svc] = &addrs
+		fs.StringSliceVar(&addrs, svc+"-address", addrs, "The "+svc+" service's gRPC addresses, used when NATS is unreachable.")
+	}
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "Upper bound for non-long-running requests.")
 	fs.IntVar(&o.MaxRequestsInFlight, "max-requests-inflight", o.MaxRequestsInFlight, "Concurrent read-only requests before 429 (0: no limit).")
 	fs.IntVar(&o.MaxMutatingRequestsInFlight, "max-mutating-requests-inflight", o.MaxMutatingRequestsInFlight, "Concurrent mutating requests before 429 (0: no limit).")
+	o.Lifecycle.AddFlags(fs)
 	o.Generic.AddFlags(fs)
 }
 
 // Complete fills defaults.
 func (o *Options) Complete() error {
-	if o.InstanceID == "" {
-		o.InstanceID = server.DefaultInstanceID()
+	o.Lifecycle.Complete()
+	for svc, addrs := range o.addressFlags {
+		if len(*addrs) > 0 {
+			o.BackendAddresses[svc] = *addrs
+		}
 	}
 	abs, err := filepath.Abs(o.DataDir)
 	if err != nil {
@@ -119,5 +120,5 @@ func (o *Options) Validate() error {
 	if o.RequestTimeout <= 0 {
 		errs = append(errs, errors.New("--request-timeout must be positive"))
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, o.Lifecycle.Validate())...)
 }

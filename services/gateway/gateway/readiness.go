@@ -10,6 +10,7 @@ import (
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	"github.com/apichain/apichain/pkg/healthz"
 	"github.com/apichain/apichain/pkg/lifecycle"
+	"github.com/apichain/apichain/pkg/topology"
 )
 
 // remoteChecks are the gateway's readyz checks for the backends, built per request from the
@@ -19,7 +20,7 @@ import (
 func (g *Gateway) remoteChecks() []healthz.Checker {
 	states := g.registry.Instances()
 	out := []healthz.Checker{sourceCheck{g.registry.Source()}}
-	for _, svc := range ChainOrder {
+	for _, svc := range topology.Chain() {
 		var insts []*lifecyclev1.InstanceState
 		for _, st := range states {
 			if st.GetService() == svc {

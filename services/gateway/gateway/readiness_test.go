@@ -72,7 +72,7 @@ func clusterStates() []*lifecyclev1.InstanceState {
 			Hooks: []*lifecyclev1.Hook{hook("storage-readiness", 0, false), hook("rbac-bootstrap", 2*time.Second, true)},
 			Checks: []*lifecyclev1.Check{okCheck("ping"), failCheck("etcd", "etcd unreachable"), failCheck("poststarthook/storage-readiness", "not finished"),
 				okCheck("poststarthook/rbac-bootstrap"), okCheck("shutdown"), failCheck("only-on-b", "nope")}},
-		{Service: "extensions", InstanceId: "ext-a", Ready: true, ShuttingDown: true,
+		{Service: "extensions", InstanceId: "ext-a", Ready: true, State: lifecyclev1.State_STATE_STOPPING,
 			Hooks:  []*lifecyclev1.Hook{hook("storage-readiness", 42*time.Millisecond, true)},
 			Checks: []*lifecyclev1.Check{okCheck("poststarthook/storage-readiness"), failCheck("shutdown", "process is shutting down")}},
 		{Service: "extensions", InstanceId: "ext-b", Ready: false,
@@ -120,7 +120,7 @@ func TestRemoteChecksSource(t *testing.T) {
 
 func TestServiceCheck(t *testing.T) {
 	st := func(ready, shutting bool) *lifecyclev1.InstanceState {
-		return &lifecyclev1.InstanceState{Service: "core", Ready: ready, ShuttingDown: shutting}
+		return &lifecyclev1.InstanceState{Service: "core", Ready: ready, State: stateOf(shutting)}
 	}
 	tests := []struct {
 		name  string

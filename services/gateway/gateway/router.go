@@ -9,14 +9,12 @@ import (
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/rpcstatus"
+	"github.com/apichain/apichain/pkg/topology"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
-
-// ChainOrder is kube-apiserver's delegation chain: aggregator → core → extensions.
-var ChainOrder = []string{"aggregator", "core", "extensions"}
 
 // errEndOfChain means no delegate serves the request.
 var errEndOfChain = errors.New("no server in the delegation chain serves this request")
@@ -66,7 +64,7 @@ func (rt *router) plan(gv string) []target {
 			byService[st.GetService()] = append(byService[st.GetService()], st)
 		}
 	}
-	for _, svc := range ChainOrder {
+	for _, svc := range topology.Chain() {
 		var serving []*lifecyclev1.InstanceState
 		for _, st := range byService[svc] {
 			for _, s := range st.GetServed() {
@@ -81,7 +79,7 @@ func (rt *router) plan(gv string) []target {
 		}
 	}
 	var out []target
-	for _, svc := range ChainOrder {
+	for _, svc := range topology.Chain() {
 		if insts := byService[svc]; len(insts) > 0 {
 			out = append(out, rt.rotate(svc, insts)[0])
 		}
@@ -111,7 +109,7 @@ func (rt *router) complete() bool {
 			}
 		}
 	}
-	for _, svc := range ChainOrder {
+	for _, svc := range topology.Chain() {
 		if !done[svc] {
 			return false
 		}

@@ -35,7 +35,7 @@ type instance struct {
 
 func (i instance) state() *lifecyclev1.InstanceState {
 	st := &lifecyclev1.InstanceState{Service: i.svc, InstanceId: i.id, Address: i.svc + "-" + i.id + ":9090",
-		Ready: !i.notReady, ShuttingDown: i.shuttingDown, Served: i.served}
+		Ready: !i.notReady, State: stateOf(i.shuttingDown), Served: i.served}
 	if i.muxComplete {
 		st.Signals = append(st.Signals, &lifecyclev1.Signal{Name: "MuxAndDiscoveryComplete", At: timestamppb.Now()})
 	}
@@ -675,4 +675,11 @@ func TestConnPoolReusesAndRetains(t *testing.T) {
 
 	p.closeAll()
 	assert.Empty(t, p.conns)
+}
+
+func stateOf(shuttingDown bool) lifecyclev1.State {
+	if shuttingDown {
+		return lifecyclev1.State_STATE_STOPPING
+	}
+	return lifecyclev1.State_STATE_RUNNING
 }

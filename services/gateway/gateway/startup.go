@@ -10,6 +10,8 @@ import (
 	"time"
 
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
+	"github.com/apichain/apichain/pkg/server"
+	"github.com/apichain/apichain/pkg/topology"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -32,7 +34,7 @@ type InstanceTimeline struct {
 	StartedAt  time.Time       `json:"startedAt"`
 	StartMs    float64         `json:"startMs"`
 	ReadyMs    *float64        `json:"readyMs,omitempty"`
-	Phases     []PointTimeline `json:"phases"`
+	States     []PointTimeline `json:"states"`
 	Signals    []PointTimeline `json:"signals"`
 	Hooks      []HookTimeline  `json:"hooks"`
 }
@@ -78,11 +80,11 @@ func buildTimeline(states []*lifecyclev1.InstanceState) Timeline {
 	}
 	for _, st := range states {
 		it := InstanceTimeline{Service: st.GetService(), InstanceID: st.GetInstanceId(), StartedAt: st.GetStartedAt().AsTime(),
-			StartMs: ms(st.GetStartedAt()), Phases: []PointTimeline{}, Signals: []PointTimeline{}, Hooks: []HookTimeline{}}
-		for _, p := range st.GetPhases() {
-			it.Phases = append(it.Phases, PointTimeline{Name: p.GetName(), AtMs: ms(p.GetAt())})
-			if p.GetName() == "ready" && it.ReadyMs == nil {
-				v := ms(p.GetAt())
+			StartMs: ms(st.GetStartedAt()), States: []PointTimeline{}, Signals: []PointTimeline{}, Hooks: []HookTimeline{}}
+		for _, tr := range st.GetTransitions() {
+			it.States = append(it.States, PointTimeline{Name: server.State(tr.GetState()).String(), AtMs: ms(tr.GetAt())})
+			if tr.GetState() == lifecyclev1.State_STATE_RUNNING && it.ReadyMs == nil {
+				v := ms(tr.GetAt())
 				it.ReadyMs = &v
 			}
 		}
@@ -105,11 +107,10 @@ func buildTimeline(states []*lifecyclev1.InstanceState) Timeline {
 		sort.Slice(it.Hooks, func(i, j int) bool { return it.Hooks[i].StartMs < it.Hooks[j].StartMs })
 		t.Instances = append(t.Instances, it)
 	}
-	order := map[string]int{"gateway": 0, "aggregator": 1, "core": 2, "extensions": 3}
 	sort.SliceStable(t.Instances, func(i, j int) bool {
 		a, b := t.Instances[i], t.Instances[j]
-		if order[a.Service] != order[b.Service] {
-			return order[a.Service] < order[b.Service]
+		if ra, rb := topology.Rank(a.Service), topology.Rank(b.Service); ra != rb {
+			return ra < rb
 		}
 		return a.InstanceID < b.InstanceID
 	})

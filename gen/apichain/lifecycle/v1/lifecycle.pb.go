@@ -23,6 +23,69 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// State is where an instance is in its life: NEW → STARTING (listening, post-start hooks
+// running) → RUNNING (ready once) → STOPPING (shutdown initiated) → TERMINATED, or FAILED.
+type State int32
+
+const (
+	State_STATE_UNSPECIFIED State = 0
+	State_STATE_NEW         State = 1
+	State_STATE_STARTING    State = 2
+	State_STATE_RUNNING     State = 3
+	State_STATE_STOPPING    State = 4
+	State_STATE_TERMINATED  State = 5
+	State_STATE_FAILED      State = 6
+)
+
+// Enum value maps for State.
+var (
+	State_name = map[int32]string{
+		0: "STATE_UNSPECIFIED",
+		1: "STATE_NEW",
+		2: "STATE_STARTING",
+		3: "STATE_RUNNING",
+		4: "STATE_STOPPING",
+		5: "STATE_TERMINATED",
+		6: "STATE_FAILED",
+	}
+	State_value = map[string]int32{
+		"STATE_UNSPECIFIED": 0,
+		"STATE_NEW":         1,
+		"STATE_STARTING":    2,
+		"STATE_RUNNING":     3,
+		"STATE_STOPPING":    4,
+		"STATE_TERMINATED":  5,
+		"STATE_FAILED":      6,
+	}
+)
+
+func (x State) Enum() *State {
+	p := new(State)
+	*p = x
+	return p
+}
+
+func (x State) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (State) Descriptor() protoreflect.EnumDescriptor {
+	return file_apichain_lifecycle_v1_lifecycle_proto_enumTypes[0].Descriptor()
+}
+
+func (State) Type() protoreflect.EnumType {
+	return &file_apichain_lifecycle_v1_lifecycle_proto_enumTypes[0]
+}
+
+func (x State) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use State.Descriptor instead.
+func (State) EnumDescriptor() ([]byte, []int) {
+	return file_apichain_lifecycle_v1_lifecycle_proto_rawDescGZIP(), []int{0}
+}
+
 // GetInstanceStateRequest is empty.
 type GetInstanceStateRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -203,18 +266,20 @@ type InstanceState struct {
 	Service    string                 `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
 	InstanceId string                 `protobuf:"bytes,2,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
 	// address is the gRPC address the gateway dials.
-	Address      string                 `protobuf:"bytes,3,opt,name=address,proto3" json:"address,omitempty"`
-	StartedAt    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
-	UpdatedAt    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	Signals      []*Signal              `protobuf:"bytes,6,rep,name=signals,proto3" json:"signals,omitempty"`
-	Hooks        []*Hook                `protobuf:"bytes,7,rep,name=hooks,proto3" json:"hooks,omitempty"`
-	Checks       []*Check               `protobuf:"bytes,8,rep,name=checks,proto3" json:"checks,omitempty"`
-	Ready        bool                   `protobuf:"varint,9,opt,name=ready,proto3" json:"ready,omitempty"`
-	ShuttingDown bool                   `protobuf:"varint,10,opt,name=shutting_down,json=shuttingDown,proto3" json:"shutting_down,omitempty"`
+	Address   string                 `protobuf:"bytes,3,opt,name=address,proto3" json:"address,omitempty"`
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	Signals   []*Signal              `protobuf:"bytes,6,rep,name=signals,proto3" json:"signals,omitempty"`
+	Hooks     []*Hook                `protobuf:"bytes,7,rep,name=hooks,proto3" json:"hooks,omitempty"`
+	// checks are the readyz checks' outcomes when readiness was last checked.
+	Checks []*Check `protobuf:"bytes,8,rep,name=checks,proto3" json:"checks,omitempty"`
+	// ready says every readyz check passed when readiness was last checked.
+	Ready bool `protobuf:"varint,9,opt,name=ready,proto3" json:"ready,omitempty"`
 	// served lists "group/version" ("v1" for the legacy group) this instance serves.
 	Served []string `protobuf:"bytes,11,rep,name=served,proto3" json:"served,omitempty"`
-	// phases are startup phases reached ("config", "listening", "ready", ...).
-	Phases        []*Phase `protobuf:"bytes,12,rep,name=phases,proto3" json:"phases,omitempty"`
+	// state is where the instance is in its life; transitions say when it got to each state.
+	State         State              `protobuf:"varint,13,opt,name=state,proto3,enum=apichain.lifecycle.v1.State" json:"state,omitempty"`
+	Transitions   []*StateTransition `protobuf:"bytes,14,rep,name=transitions,proto3" json:"transitions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -312,13 +377,6 @@ func (x *InstanceState) GetReady() bool {
 	return false
 }
 
-func (x *InstanceState) GetShuttingDown() bool {
-	if x != nil {
-		return x.ShuttingDown
-	}
-	return false
-}
-
 func (x *InstanceState) GetServed() []string {
 	if x != nil {
 		return x.Served
@@ -326,9 +384,69 @@ func (x *InstanceState) GetServed() []string {
 	return nil
 }
 
-func (x *InstanceState) GetPhases() []*Phase {
+func (x *InstanceState) GetState() State {
 	if x != nil {
-		return x.Phases
+		return x.State
+	}
+	return State_STATE_UNSPECIFIED
+}
+
+func (x *InstanceState) GetTransitions() []*StateTransition {
+	if x != nil {
+		return x.Transitions
+	}
+	return nil
+}
+
+// StateTransition is a state entered and when.
+type StateTransition struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	State         State                  `protobuf:"varint,1,opt,name=state,proto3,enum=apichain.lifecycle.v1.State" json:"state,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StateTransition) Reset() {
+	*x = StateTransition{}
+	mi := &file_apichain_lifecycle_v1_lifecycle_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StateTransition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StateTransition) ProtoMessage() {}
+
+func (x *StateTransition) ProtoReflect() protoreflect.Message {
+	mi := &file_apichain_lifecycle_v1_lifecycle_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StateTransition.ProtoReflect.Descriptor instead.
+func (*StateTransition) Descriptor() ([]byte, []int) {
+	return file_apichain_lifecycle_v1_lifecycle_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *StateTransition) GetState() State {
+	if x != nil {
+		return x.State
+	}
+	return State_STATE_UNSPECIFIED
+}
+
+func (x *StateTransition) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
 	}
 	return nil
 }
@@ -344,7 +462,7 @@ type Signal struct {
 
 func (x *Signal) Reset() {
 	*x = Signal{}
-	mi := &file_apichain_lifecycle_v1_lifecycle_proto_msgTypes[5]
+	mi := &file_apichain_lifecycle_v1_lifecycle_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -356,7 +474,7 @@ func (x *Signal) String() string {
 func (*Signal) ProtoMessage() {}
 
 func (x *Signal) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_lifecycle_v1_lifecycle_proto_msgTypes[5]
+	mi := &file_apichain_lifecycle_v1_lifecycle_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -369,7 +487,7 @@ func (x *Signal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Signal.ProtoReflect.Descriptor instead.
 func (*Signal) Descriptor() ([]byte, []int) {
-	return file_apichain_lifecycle_v1_lifecycle_proto_rawDescGZIP(), []int{5}
+	return file_apichain_lifecycle_v1_lifecycle_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Signal) GetName() string {
@@ -400,7 +518,7 @@ type Hook struct {
 
 func (x *Hook) Reset() {
 	*x = Hook{}
-	mi := &file_apichain_lifecycle_v1_lifecycle_proto_msgTypes[6]
+	mi := &file_apichain_lifecycle_v1_lifecycle_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -412,7 +530,7 @@ func (x *Hook) String() string {
 func (*Hook) ProtoMessage() {}
 
 func (x *Hook) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_lifecycle_v1_lifecycle_proto_msgTypes[6]
+	mi := &file_apichain_lifecycle_v1_lifecycle_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -425,7 +543,7 @@ func (x *Hook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hook.ProtoReflect.Descriptor instead.
 func (*Hook) Descriptor() ([]byte, []int) {
-	return file_apichain_lifecycle_v1_lifecycle_proto_rawDescGZIP(), []int{6}
+	return file_apichain_lifecycle_v1_lifecycle_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Hook) GetName() string {
@@ -468,7 +586,7 @@ type Check struct {
 
 func (x *Check) Reset() {
 	*x = Check{}
-	mi := &file_apichain_lifecycle_v1_lifecycle_proto_msgTypes[7]
+	mi := &file_apichain_lifecycle_v1_lifecycle_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -480,7 +598,7 @@ func (x *Check) String() string {
 func (*Check) ProtoMessage() {}
 
 func (x *Check) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_lifecycle_v1_lifecycle_proto_msgTypes[7]
+	mi := &file_apichain_lifecycle_v1_lifecycle_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -493,7 +611,7 @@ func (x *Check) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Check.ProtoReflect.Descriptor instead.
 func (*Check) Descriptor() ([]byte, []int) {
-	return file_apichain_lifecycle_v1_lifecycle_proto_rawDescGZIP(), []int{7}
+	return file_apichain_lifecycle_v1_lifecycle_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Check) GetName() string {
@@ -517,59 +635,6 @@ func (x *Check) GetError() string {
 	return ""
 }
 
-// Phase is a startup phase and when it was reached.
-type Phase struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	At            *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=at,proto3" json:"at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Phase) Reset() {
-	*x = Phase{}
-	mi := &file_apichain_lifecycle_v1_lifecycle_proto_msgTypes[8]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Phase) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Phase) ProtoMessage() {}
-
-func (x *Phase) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_lifecycle_v1_lifecycle_proto_msgTypes[8]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Phase.ProtoReflect.Descriptor instead.
-func (*Phase) Descriptor() ([]byte, []int) {
-	return file_apichain_lifecycle_v1_lifecycle_proto_rawDescGZIP(), []int{8}
-}
-
-func (x *Phase) GetName() string {
-	if x != nil {
-		return x.Name
-	}
-	return ""
-}
-
-func (x *Phase) GetAt() *timestamppb.Timestamp {
-	if x != nil {
-		return x.At
-	}
-	return nil
-}
-
 var File_apichain_lifecycle_v1_lifecycle_proto protoreflect.FileDescriptor
 
 const file_apichain_lifecycle_v1_lifecycle_proto_rawDesc = "" +
@@ -581,7 +646,7 @@ const file_apichain_lifecycle_v1_lifecycle_proto_rawDesc = "" +
 	"\x19ListInstanceStatesRequest\"r\n" +
 	"\x1aListInstanceStatesResponse\x12<\n" +
 	"\x06states\x18\x01 \x03(\v2$.apichain.lifecycle.v1.InstanceStateR\x06states\x12\x16\n" +
-	"\x06source\x18\x02 \x01(\tR\x06source\"\x85\x04\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\"\xcb\x04\n" +
 	"\rInstanceState\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\tR\n" +
@@ -594,11 +659,14 @@ const file_apichain_lifecycle_v1_lifecycle_proto_rawDesc = "" +
 	"\asignals\x18\x06 \x03(\v2\x1d.apichain.lifecycle.v1.SignalR\asignals\x121\n" +
 	"\x05hooks\x18\a \x03(\v2\x1b.apichain.lifecycle.v1.HookR\x05hooks\x124\n" +
 	"\x06checks\x18\b \x03(\v2\x1c.apichain.lifecycle.v1.CheckR\x06checks\x12\x14\n" +
-	"\x05ready\x18\t \x01(\bR\x05ready\x12#\n" +
-	"\rshutting_down\x18\n" +
-	" \x01(\bR\fshuttingDown\x12\x16\n" +
-	"\x06served\x18\v \x03(\tR\x06served\x124\n" +
-	"\x06phases\x18\f \x03(\v2\x1c.apichain.lifecycle.v1.PhaseR\x06phases\"H\n" +
+	"\x05ready\x18\t \x01(\bR\x05ready\x12\x16\n" +
+	"\x06served\x18\v \x03(\tR\x06served\x122\n" +
+	"\x05state\x18\r \x01(\x0e2\x1c.apichain.lifecycle.v1.StateR\x05state\x12H\n" +
+	"\vtransitions\x18\x0e \x03(\v2&.apichain.lifecycle.v1.StateTransitionR\vtransitionsJ\x04\b\n" +
+	"\x10\vJ\x04\b\f\x10\rR\rshutting_downR\x06phases\"q\n" +
+	"\x0fStateTransition\x122\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x1c.apichain.lifecycle.v1.StateR\x05state\x12*\n" +
+	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"H\n" +
 	"\x06Signal\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
 	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xa8\x01\n" +
@@ -612,10 +680,15 @@ const file_apichain_lifecycle_v1_lifecycle_proto_rawDesc = "" +
 	"\x05Check\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"G\n" +
-	"\x05Phase\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
-	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at2\xaa\x02\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error*\x90\x01\n" +
+	"\x05State\x12\x15\n" +
+	"\x11STATE_UNSPECIFIED\x10\x00\x12\r\n" +
+	"\tSTATE_NEW\x10\x01\x12\x12\n" +
+	"\x0eSTATE_STARTING\x10\x02\x12\x11\n" +
+	"\rSTATE_RUNNING\x10\x03\x12\x12\n" +
+	"\x0eSTATE_STOPPING\x10\x04\x12\x14\n" +
+	"\x10STATE_TERMINATED\x10\x05\x12\x10\n" +
+	"\fSTATE_FAILED\x10\x062\xaa\x02\n" +
 	"\x10LifecycleService\x12s\n" +
 	"\x10GetInstanceState\x12..apichain.lifecycle.v1.GetInstanceStateRequest\x1a/.apichain.lifecycle.v1.GetInstanceStateResponse\x12\xa0\x01\n" +
 	"\x12ListInstanceStates\x120.apichain.lifecycle.v1.ListInstanceStatesRequest\x1a1.apichain.lifecycle.v1.ListInstanceStatesResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/debug/lifecycle/v1/instancesBDZBgithub.com/apichain/apichain/gen/apichain/lifecycle/v1;lifecyclev1b\x06proto3"
@@ -632,41 +705,45 @@ func file_apichain_lifecycle_v1_lifecycle_proto_rawDescGZIP() []byte {
 	return file_apichain_lifecycle_v1_lifecycle_proto_rawDescData
 }
 
+var file_apichain_lifecycle_v1_lifecycle_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_apichain_lifecycle_v1_lifecycle_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_apichain_lifecycle_v1_lifecycle_proto_goTypes = []any{
-	(*GetInstanceStateRequest)(nil),    // 0: apichain.lifecycle.v1.GetInstanceStateRequest
-	(*GetInstanceStateResponse)(nil),   // 1: apichain.lifecycle.v1.GetInstanceStateResponse
-	(*ListInstanceStatesRequest)(nil),  // 2: apichain.lifecycle.v1.ListInstanceStatesRequest
-	(*ListInstanceStatesResponse)(nil), // 3: apichain.lifecycle.v1.ListInstanceStatesResponse
-	(*InstanceState)(nil),              // 4: apichain.lifecycle.v1.InstanceState
-	(*Signal)(nil),                     // 5: apichain.lifecycle.v1.Signal
-	(*Hook)(nil),                       // 6: apichain.lifecycle.v1.Hook
-	(*Check)(nil),                      // 7: apichain.lifecycle.v1.Check
-	(*Phase)(nil),                      // 8: apichain.lifecycle.v1.Phase
-	(*timestamppb.Timestamp)(nil),      // 9: google.protobuf.Timestamp
+	(State)(0),                         // 0: apichain.lifecycle.v1.State
+	(*GetInstanceStateRequest)(nil),    // 1: apichain.lifecycle.v1.GetInstanceStateRequest
+	(*GetInstanceStateResponse)(nil),   // 2: apichain.lifecycle.v1.GetInstanceStateResponse
+	(*ListInstanceStatesRequest)(nil),  // 3: apichain.lifecycle.v1.ListInstanceStatesRequest
+	(*ListInstanceStatesResponse)(nil), // 4: apichain.lifecycle.v1.ListInstanceStatesResponse
+	(*InstanceState)(nil),              // 5: apichain.lifecycle.v1.InstanceState
+	(*StateTransition)(nil),            // 6: apichain.lifecycle.v1.StateTransition
+	(*Signal)(nil),                     // 7: apichain.lifecycle.v1.Signal
+	(*Hook)(nil),                       // 8: apichain.lifecycle.v1.Hook
+	(*Check)(nil),                      // 9: apichain.lifecycle.v1.Check
+	(*timestamppb.Timestamp)(nil),      // 10: google.protobuf.Timestamp
 }
 var file_apichain_lifecycle_v1_lifecycle_proto_depIdxs = []int32{
-	4,  // 0: apichain.lifecycle.v1.GetInstanceStateResponse.state:type_name -> apichain.lifecycle.v1.InstanceState
-	4,  // 1: apichain.lifecycle.v1.ListInstanceStatesResponse.states:type_name -> apichain.lifecycle.v1.InstanceState
-	9,  // 2: apichain.lifecycle.v1.InstanceState.started_at:type_name -> google.protobuf.Timestamp
-	9,  // 3: apichain.lifecycle.v1.InstanceState.updated_at:type_name -> google.protobuf.Timestamp
-	5,  // 4: apichain.lifecycle.v1.InstanceState.signals:type_name -> apichain.lifecycle.v1.Signal
-	6,  // 5: apichain.lifecycle.v1.InstanceState.hooks:type_name -> apichain.lifecycle.v1.Hook
-	7,  // 6: apichain.lifecycle.v1.InstanceState.checks:type_name -> apichain.lifecycle.v1.Check
-	8,  // 7: apichain.lifecycle.v1.InstanceState.phases:type_name -> apichain.lifecycle.v1.Phase
-	9,  // 8: apichain.lifecycle.v1.Signal.at:type_name -> google.protobuf.Timestamp
-	9,  // 9: apichain.lifecycle.v1.Hook.started_at:type_name -> google.protobuf.Timestamp
-	9,  // 10: apichain.lifecycle.v1.Hook.finished_at:type_name -> google.protobuf.Timestamp
-	9,  // 11: apichain.lifecycle.v1.Phase.at:type_name -> google.protobuf.Timestamp
-	0,  // 12: apichain.lifecycle.v1.LifecycleService.GetInstanceState:input_type -> apichain.lifecycle.v1.GetInstanceStateRequest
-	2,  // 13: apichain.lifecycle.v1.LifecycleService.ListInstanceStates:input_type -> apichain.lifecycle.v1.ListInstanceStatesRequest
-	1,  // 14: apichain.lifecycle.v1.LifecycleService.GetInstanceState:output_type -> apichain.lifecycle.v1.GetInstanceStateResponse
-	3,  // 15: apichain.lifecycle.v1.LifecycleService.ListInstanceStates:output_type -> apichain.lifecycle.v1.ListInstanceStatesResponse
-	14, // [14:16] is the sub-list for method output_type
-	12, // [12:14] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	5,  // 0: apichain.lifecycle.v1.GetInstanceStateResponse.state:type_name -> apichain.lifecycle.v1.InstanceState
+	5,  // 1: apichain.lifecycle.v1.ListInstanceStatesResponse.states:type_name -> apichain.lifecycle.v1.InstanceState
+	10, // 2: apichain.lifecycle.v1.InstanceState.started_at:type_name -> google.protobuf.Timestamp
+	10, // 3: apichain.lifecycle.v1.InstanceState.updated_at:type_name -> google.protobuf.Timestamp
+	7,  // 4: apichain.lifecycle.v1.InstanceState.signals:type_name -> apichain.lifecycle.v1.Signal
+	8,  // 5: apichain.lifecycle.v1.InstanceState.hooks:type_name -> apichain.lifecycle.v1.Hook
+	9,  // 6: apichain.lifecycle.v1.InstanceState.checks:type_name -> apichain.lifecycle.v1.Check
+	0,  // 7: apichain.lifecycle.v1.InstanceState.state:type_name -> apichain.lifecycle.v1.State
+	6,  // 8: apichain.lifecycle.v1.InstanceState.transitions:type_name -> apichain.lifecycle.v1.StateTransition
+	0,  // 9: apichain.lifecycle.v1.StateTransition.state:type_name -> apichain.lifecycle.v1.State
+	10, // 10: apichain.lifecycle.v1.StateTransition.at:type_name -> google.protobuf.Timestamp
+	10, // 11: apichain.lifecycle.v1.Signal.at:type_name -> google.protobuf.Timestamp
+	10, // 12: apichain.lifecycle.v1.Hook.started_at:type_name -> google.protobuf.Timestamp
+	10, // 13: apichain.lifecycle.v1.Hook.finished_at:type_name -> google.protobuf.Timestamp
+	1,  // 14: apichain.lifecycle.v1.LifecycleService.GetInstanceState:input_type -> apichain.lifecycle.v1.GetInstanceStateRequest
+	3,  // 15: apichain.lifecycle.v1.LifecycleService.ListInstanceStates:input_type -> apichain.lifecycle.v1.ListInstanceStatesRequest
+	2,  // 16: apichain.lifecycle.v1.LifecycleService.GetInstanceState:output_type -> apichain.lifecycle.v1.GetInstanceStateResponse
+	4,  // 17: apichain.lifecycle.v1.LifecycleService.ListInstanceStates:output_type -> apichain.lifecycle.v1.ListInstanceStatesResponse
+	16, // [16:18] is the sub-list for method output_type
+	14, // [14:16] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_apichain_lifecycle_v1_lifecycle_proto_init() }
@@ -679,13 +756,14 @@ func file_apichain_lifecycle_v1_lifecycle_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_apichain_lifecycle_v1_lifecycle_proto_rawDesc), len(file_apichain_lifecycle_v1_lifecycle_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_apichain_lifecycle_v1_lifecycle_proto_goTypes,
 		DependencyIndexes: file_apichain_lifecycle_v1_lifecycle_proto_depIdxs,
+		EnumInfos:         file_apichain_lifecycle_v1_lifecycle_proto_enumTypes,
 		MessageInfos:      file_apichain_lifecycle_v1_lifecycle_proto_msgTypes,
 	}.Build()
 	File_apichain_lifecycle_v1_lifecycle_proto = out.File

@@ -1,0 +1,82 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/apichain/apichain/pkg/process"
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/pflag"
+)
+
+// Options name an instance in lifecycle state and say how long its state lives.
+type Options struct {
+	InstanceID string
+	TTL        time.Duration
+}
+
+// NewOptions returns the defaults.
+func NewOptions() Options { return Options{TTL: DefaultTTL} }
+
+// AddFlags registers the options.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.InstanceID, "instance-id", o.InstanceID, "Instance id published in lifecycle state (default: hostname and pid).")
+	fs.DurationVar(&o.TTL, "lifecycle-ttl", o.TTL, "How long an instance's lifecycle state lives without a heartbeat.")
+}
+
+// Complete names the instance after its host (a container's name is unique) and pid.
+func (o *Options) Complete() {
+	if o.InstanceID == "" {
+		host, _ := os.Hostname()
+		o.InstanceID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+}
+
+// Validate rejects ids that would break the state's key.
+func (o *Options) Validate() error {
+	var errs []error
+	if strings.ContainsAny(o.InstanceID, ".*> ") {
+		errs = append(errs, fmt.Errorf("--instance-id %q may not contain '.', '*', '>' or spaces (it is part of a NATS key)", o.InstanceID))
+	}
+	if o.TTL <= 0 {
+		errs = append(errs, errors.New("--lifecycle-ttl must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// ModuleNATS is the name of the NATS connection's module.
+const ModuleNATS = "nats"
+
+// NATS is a process's connection to NATS, shared by every module that publishes or watches
+// lifecycle state. Conn is set once the module started.
+type NATS struct {
+	URL  string
+	Conn *nats.Conn
+}
+
+// NewNATS returns the default URL.
+func NewNATS() *NATS { return &NATS{URL: "nats://127.0.0.1:4222"} }
+
+// Module connects when the process starts, and closes the connection once every module
+// that uses it has stopped (and so said goodbye).
+func (n *NATS) Module(name string) process.Module {
+	return process.Module{
+		Name: ModuleNATS,
+		Flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&n.URL, "nats-url", n.URL, "NATS URL for lifecycle state.")
+		},
+		Init: func(context.Context, *slog.Logger) (process.Service, error) {
+			nc, err := Connect(n.URL, name)
+			if err != nil {
+				return nil, fmt.Errorf("nats: %w", err)
+			}
+			n.Conn = nc
+			return process.CloseOnStop(nc.Close), nil
+		},
+	}
+}
