@@ -27,7 +27,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 )
 
 func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -120,10 +119,9 @@ func TestBackendMutualTLSAndIdentity(t *testing.T) {
 
 		// With identity metadata, as the gateway sends it.
 		ctx := caller.Outgoing(rpcCtx(t), &resourcev1.Caller{Name: "alice", Groups: []string{"devs"}})
-		resp, err := discoveryv1.NewDiscoveryServiceClient(conn).ListServed(ctx, &discoveryv1.ListServedRequest{})
+		doc, err := discoveryv1.NewDiscoveryServiceClient(conn).GetDocument(ctx, &discoveryv1.GetDocumentRequest{Path: "/api"})
 		require.NoError(t, err)
-		require.Len(t, resp.GetGroupVersions(), 2, "%v", resp.GetGroupVersions())
-		assert.True(t, proto.Equal(&discoveryv1.GroupVersion{Group: "apps", Version: "v1"}, resp.GetGroupVersions()[1]))
+		assert.Contains(t, string(doc.GetData()), `"kind":"APIVersions"`)
 
 		// No resources installed: every resource request is "not served".
 		_, err = resourcev1.NewResourceServiceClient(conn).Get(ctx, &resourcev1.GetRequest{
@@ -135,7 +133,7 @@ func TestBackendMutualTLSAndIdentity(t *testing.T) {
 		conn := dialBackend(t, b, clientTLS(t, pki, pki.AdminCertFile, pki.AdminKeyFile))
 		ctx := caller.Outgoing(rpcCtx(t), &resourcev1.Caller{Name: "system:admin", Groups: []string{"system:masters"}})
 
-		_, err := discoveryv1.NewDiscoveryServiceClient(conn).ListServed(ctx, &discoveryv1.ListServedRequest{})
+		_, err := discoveryv1.NewDiscoveryServiceClient(conn).GetDocument(ctx, &discoveryv1.GetDocumentRequest{Path: "/apis"})
 		assert.Equal(t, codes.PermissionDenied, status.Code(err), "err = %v", err)
 
 		_, err = healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
@@ -213,7 +211,7 @@ func TestAdmit(t *testing.T) {
 
 	_, _, err := b.admit(peerWithCN(t, "kubernetes-admin"), "/apichain.resource.v1.ResourceService/Get")
 	assert.Equal(t, codes.PermissionDenied, status.Code(err), "only the gateway may call")
-	_, _, err = b.admit(context.Background(), "/apichain.discovery.v1.DiscoveryService/ListServed")
+	_, _, err = b.admit(context.Background(), "/apichain.discovery.v1.DiscoveryService/GetDocument")
 	assert.Equal(t, codes.PermissionDenied, status.Code(err), "a peer without a certificate may not call")
 	_, done, err := b.admit(peerWithCN(t, "kubernetes-admin"), "/grpc.health.v1.Health/Check")
 	require.NoError(t, err, "health probes are public")

@@ -41,11 +41,6 @@ func GroupVersionString(group, version string) string {
 	return group + "/" + version
 }
 
-// ListServed returns what this server serves.
-func (d *Discovery) ListServed(context.Context, *discoveryv1.ListServedRequest) (*discoveryv1.ListServedResponse, error) {
-	return &discoveryv1.ListServedResponse{GroupVersions: d.served}, nil
-}
-
 // GetDocument returns this server's discovery documents by path.
 func (d *Discovery) GetDocument(_ context.Context, req *discoveryv1.GetDocumentRequest) (*httpbody.HttpBody, error) {
 	path := strings.TrimSuffix(req.GetPath(), "/")

@@ -221,14 +221,10 @@ func TestDiscoveryNotServed(t *testing.T) {
 	}
 }
 
-func TestDiscoveryServedNamesAndListServed(t *testing.T) {
+func TestDiscoveryServedNames(t *testing.T) {
 	served := testServed()
 	d := NewDiscovery(served)
 	assert.Equal(t, []string{"v1", "apps/v1", "empty.example.com/v1", "autoscaling/v2", "apps/v1beta1", "autoscaling/v1"}, d.ServedNames())
-
-	resp, err := d.ListServed(context.Background(), &discoveryv1.ListServedRequest{})
-	require.NoError(t, err)
-	assert.Equal(t, served, resp.GetGroupVersions())
 
 	assert.Empty(t, NewDiscovery(nil).ServedNames())
 }

@@ -5,15 +5,16 @@ import (
 	"net"
 	"testing"
 
-	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	"github.com/apichain/apichain/pkg/certs"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/test/bufconn"
 )
 
-// BenchmarkHop measures the gateway→backend gRPC hop alone (a tiny DiscoveryService call,
+// BenchmarkHop measures the gateway→backend gRPC hop alone (a tiny grpc.health.v1 Check,
 // no storage): an in-process connection (bufconn) against loopback TCP, each with and without
 // the mutual TLS the gateway and backends use.
 func BenchmarkHop(b *testing.B) {
@@ -46,7 +47,7 @@ func BenchmarkHop(b *testing.B) {
 				dialCreds = credentials.NewTLS(clientTLS.Clone())
 			}
 			srv := grpc.NewServer(srvOpts...)
-			discoveryv1.RegisterDiscoveryServiceServer(srv, NewDiscovery(nil))
+			healthpb.RegisterHealthServer(srv, health.NewServer())
 			var ln net.Listener
 			target := "passthrough:///bufnet"
 			var dialOpts []grpc.DialOption
@@ -67,14 +68,14 @@ func BenchmarkHop(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer conn.Close()
-			client := discoveryv1.NewDiscoveryServiceClient(conn)
+			client := healthpb.NewHealthClient(conn)
 			ctx := context.Background()
-			if _, err := client.ListServed(ctx, &discoveryv1.ListServedRequest{}); err != nil {
+			if _, err := client.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := client.ListServed(ctx, &discoveryv1.ListServedRequest{}); err != nil {
+				if _, err := client.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
 					b.Fatal(err)
 				}
 			}

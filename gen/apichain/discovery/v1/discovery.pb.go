@@ -22,88 +22,6 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// ListServedRequest is empty.
-type ListServedRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ListServedRequest) Reset() {
-	*x = ListServedRequest{}
-	mi := &file_apichain_discovery_v1_discovery_proto_msgTypes[0]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ListServedRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ListServedRequest) ProtoMessage() {}
-
-func (x *ListServedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_discovery_v1_discovery_proto_msgTypes[0]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ListServedRequest.ProtoReflect.Descriptor instead.
-func (*ListServedRequest) Descriptor() ([]byte, []int) {
-	return file_apichain_discovery_v1_discovery_proto_rawDescGZIP(), []int{0}
-}
-
-// ListServedResponse lists what a server serves, in its preferred order.
-type ListServedResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	GroupVersions []*GroupVersion        `protobuf:"bytes,1,rep,name=group_versions,json=groupVersions,proto3" json:"group_versions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ListServedResponse) Reset() {
-	*x = ListServedResponse{}
-	mi := &file_apichain_discovery_v1_discovery_proto_msgTypes[1]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ListServedResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ListServedResponse) ProtoMessage() {}
-
-func (x *ListServedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_discovery_v1_discovery_proto_msgTypes[1]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ListServedResponse.ProtoReflect.Descriptor instead.
-func (*ListServedResponse) Descriptor() ([]byte, []int) {
-	return file_apichain_discovery_v1_discovery_proto_rawDescGZIP(), []int{1}
-}
-
-func (x *ListServedResponse) GetGroupVersions() []*GroupVersion {
-	if x != nil {
-		return x.GroupVersions
-	}
-	return nil
-}
-
 // GroupVersion is one served API group/version and its resources.
 type GroupVersion struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -117,7 +35,7 @@ type GroupVersion struct {
 
 func (x *GroupVersion) Reset() {
 	*x = GroupVersion{}
-	mi := &file_apichain_discovery_v1_discovery_proto_msgTypes[2]
+	mi := &file_apichain_discovery_v1_discovery_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -129,7 +47,7 @@ func (x *GroupVersion) String() string {
 func (*GroupVersion) ProtoMessage() {}
 
 func (x *GroupVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_discovery_v1_discovery_proto_msgTypes[2]
+	mi := &file_apichain_discovery_v1_discovery_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -142,7 +60,7 @@ func (x *GroupVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupVersion.ProtoReflect.Descriptor instead.
 func (*GroupVersion) Descriptor() ([]byte, []int) {
-	return file_apichain_discovery_v1_discovery_proto_rawDescGZIP(), []int{2}
+	return file_apichain_discovery_v1_discovery_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *GroupVersion) GetGroup() string {
@@ -183,7 +101,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_apichain_discovery_v1_discovery_proto_msgTypes[3]
+	mi := &file_apichain_discovery_v1_discovery_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -195,7 +113,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_discovery_v1_discovery_proto_msgTypes[3]
+	mi := &file_apichain_discovery_v1_discovery_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -208,7 +126,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_apichain_discovery_v1_discovery_proto_rawDescGZIP(), []int{3}
+	return file_apichain_discovery_v1_discovery_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *Resource) GetName() string {
@@ -280,7 +198,7 @@ type GetDocumentRequest struct {
 
 func (x *GetDocumentRequest) Reset() {
 	*x = GetDocumentRequest{}
-	mi := &file_apichain_discovery_v1_discovery_proto_msgTypes[4]
+	mi := &file_apichain_discovery_v1_discovery_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -292,7 +210,7 @@ func (x *GetDocumentRequest) String() string {
 func (*GetDocumentRequest) ProtoMessage() {}
 
 func (x *GetDocumentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_discovery_v1_discovery_proto_msgTypes[4]
+	mi := &file_apichain_discovery_v1_discovery_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -305,7 +223,7 @@ func (x *GetDocumentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDocumentRequest.ProtoReflect.Descriptor instead.
 func (*GetDocumentRequest) Descriptor() ([]byte, []int) {
-	return file_apichain_discovery_v1_discovery_proto_rawDescGZIP(), []int{4}
+	return file_apichain_discovery_v1_discovery_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *GetDocumentRequest) GetPath() string {
@@ -333,10 +251,7 @@ var File_apichain_discovery_v1_discovery_proto protoreflect.FileDescriptor
 
 const file_apichain_discovery_v1_discovery_proto_rawDesc = "" +
 	"\n" +
-	"%apichain/discovery/v1/discovery.proto\x12\x15apichain.discovery.v1\x1a\x19google/api/httpbody.proto\"\x13\n" +
-	"\x11ListServedRequest\"`\n" +
-	"\x12ListServedResponse\x12J\n" +
-	"\x0egroup_versions\x18\x01 \x03(\v2#.apichain.discovery.v1.GroupVersionR\rgroupVersions\"}\n" +
+	"%apichain/discovery/v1/discovery.proto\x12\x15apichain.discovery.v1\x1a\x19google/api/httpbody.proto\"}\n" +
 	"\fGroupVersion\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12=\n" +
@@ -358,10 +273,8 @@ const file_apichain_discovery_v1_discovery_proto_rawDesc = "" +
 	"\x12GetDocumentRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06accept\x18\x02 \x01(\tR\x06accept\x12\x14\n" +
-	"\x05query\x18\x03 \x01(\tR\x05query2\xc5\x01\n" +
-	"\x10DiscoveryService\x12a\n" +
-	"\n" +
-	"ListServed\x12(.apichain.discovery.v1.ListServedRequest\x1a).apichain.discovery.v1.ListServedResponse\x12N\n" +
+	"\x05query\x18\x03 \x01(\tR\x05query2b\n" +
+	"\x10DiscoveryService\x12N\n" +
 	"\vGetDocument\x12).apichain.discovery.v1.GetDocumentRequest\x1a\x14.google.api.HttpBodyBDZBgithub.com/apichain/apichain/gen/apichain/discovery/v1;discoveryv1b\x06proto3"
 
 var (
@@ -376,27 +289,22 @@ func file_apichain_discovery_v1_discovery_proto_rawDescGZIP() []byte {
 	return file_apichain_discovery_v1_discovery_proto_rawDescData
 }
 
-var file_apichain_discovery_v1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_apichain_discovery_v1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_apichain_discovery_v1_discovery_proto_goTypes = []any{
-	(*ListServedRequest)(nil),  // 0: apichain.discovery.v1.ListServedRequest
-	(*ListServedResponse)(nil), // 1: apichain.discovery.v1.ListServedResponse
-	(*GroupVersion)(nil),       // 2: apichain.discovery.v1.GroupVersion
-	(*Resource)(nil),           // 3: apichain.discovery.v1.Resource
-	(*GetDocumentRequest)(nil), // 4: apichain.discovery.v1.GetDocumentRequest
-	(*httpbody.HttpBody)(nil),  // 5: google.api.HttpBody
+	(*GroupVersion)(nil),       // 0: apichain.discovery.v1.GroupVersion
+	(*Resource)(nil),           // 1: apichain.discovery.v1.Resource
+	(*GetDocumentRequest)(nil), // 2: apichain.discovery.v1.GetDocumentRequest
+	(*httpbody.HttpBody)(nil),  // 3: google.api.HttpBody
 }
 var file_apichain_discovery_v1_discovery_proto_depIdxs = []int32{
-	2, // 0: apichain.discovery.v1.ListServedResponse.group_versions:type_name -> apichain.discovery.v1.GroupVersion
-	3, // 1: apichain.discovery.v1.GroupVersion.resources:type_name -> apichain.discovery.v1.Resource
-	0, // 2: apichain.discovery.v1.DiscoveryService.ListServed:input_type -> apichain.discovery.v1.ListServedRequest
-	4, // 3: apichain.discovery.v1.DiscoveryService.GetDocument:input_type -> apichain.discovery.v1.GetDocumentRequest
-	1, // 4: apichain.discovery.v1.DiscoveryService.ListServed:output_type -> apichain.discovery.v1.ListServedResponse
-	5, // 5: apichain.discovery.v1.DiscoveryService.GetDocument:output_type -> google.api.HttpBody
-	4, // [4:6] is the sub-list for method output_type
-	2, // [2:4] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	1, // 0: apichain.discovery.v1.GroupVersion.resources:type_name -> apichain.discovery.v1.Resource
+	2, // 1: apichain.discovery.v1.DiscoveryService.GetDocument:input_type -> apichain.discovery.v1.GetDocumentRequest
+	3, // 2: apichain.discovery.v1.DiscoveryService.GetDocument:output_type -> google.api.HttpBody
+	2, // [2:3] is the sub-list for method output_type
+	1, // [1:2] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_apichain_discovery_v1_discovery_proto_init() }
@@ -410,7 +318,7 @@ func file_apichain_discovery_v1_discovery_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_apichain_discovery_v1_discovery_proto_rawDesc), len(file_apichain_discovery_v1_discovery_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -20,7 +20,6 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	DiscoveryService_ListServed_FullMethodName  = "/apichain.discovery.v1.DiscoveryService/ListServed"
 	DiscoveryService_GetDocument_FullMethodName = "/apichain.discovery.v1.DiscoveryService/GetDocument"
 )
 
@@ -28,10 +27,9 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// DiscoveryService says what a server serves and returns its discovery and OpenAPI documents.
+// DiscoveryService returns a server's discovery and OpenAPI documents. (What it serves, by
+// group/version, travels in its lifecycle state.)
 type DiscoveryServiceClient interface {
-	// ListServed returns the group/versions and resources this server serves.
-	ListServed(ctx context.Context, in *ListServedRequest, opts ...grpc.CallOption) (*ListServedResponse, error)
 	// GetDocument returns a non-resource document (/api, /apis/<group>/<version>,
 	// /openapi/v2, ...). UNIMPLEMENTED with ErrorInfo NOT_SERVED when this server does not serve path.
 	GetDocument(ctx context.Context, in *GetDocumentRequest, opts ...grpc.CallOption) (*httpbody.HttpBody, error)
@@ -43,16 +41,6 @@ type discoveryServiceClient struct {
 
 func NewDiscoveryServiceClient(cc grpc.ClientConnInterface) DiscoveryServiceClient {
 	return &discoveryServiceClient{cc}
-}
-
-func (c *discoveryServiceClient) ListServed(ctx context.Context, in *ListServedRequest, opts ...grpc.CallOption) (*ListServedResponse, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ListServedResponse)
-	err := c.cc.Invoke(ctx, DiscoveryService_ListServed_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 func (c *discoveryServiceClient) GetDocument(ctx context.Context, in *GetDocumentRequest, opts ...grpc.CallOption) (*httpbody.HttpBody, error) {
@@ -69,10 +57,9 @@ func (c *discoveryServiceClient) GetDocument(ctx context.Context, in *GetDocumen
 // All implementations must embed UnimplementedDiscoveryServiceServer
 // for forward compatibility.
 //
-// DiscoveryService says what a server serves and returns its discovery and OpenAPI documents.
+// DiscoveryService returns a server's discovery and OpenAPI documents. (What it serves, by
+// group/version, travels in its lifecycle state.)
 type DiscoveryServiceServer interface {
-	// ListServed returns the group/versions and resources this server serves.
-	ListServed(context.Context, *ListServedRequest) (*ListServedResponse, error)
 	// GetDocument returns a non-resource document (/api, /apis/<group>/<version>,
 	// /openapi/v2, ...). UNIMPLEMENTED with ErrorInfo NOT_SERVED when this server does not serve path.
 	GetDocument(context.Context, *GetDocumentRequest) (*httpbody.HttpBody, error)
@@ -86,9 +73,6 @@ type DiscoveryServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedDiscoveryServiceServer struct{}
 
-func (UnimplementedDiscoveryServiceServer) ListServed(context.Context, *ListServedRequest) (*ListServedResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method ListServed not implemented")
-}
 func (UnimplementedDiscoveryServiceServer) GetDocument(context.Context, *GetDocumentRequest) (*httpbody.HttpBody, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetDocument not implemented")
 }
@@ -111,24 +95,6 @@ func RegisterDiscoveryServiceServer(s grpc.ServiceRegistrar, srv DiscoveryServic
 		t.testEmbeddedByValue()
 	}
 	s.RegisterService(&DiscoveryService_ServiceDesc, srv)
-}
-
-func _DiscoveryService_ListServed_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(ListServedRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(DiscoveryServiceServer).ListServed(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: DiscoveryService_ListServed_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(DiscoveryServiceServer).ListServed(ctx, req.(*ListServedRequest))
-	}
-	return interceptor(ctx, in, info, handler)
 }
 
 func _DiscoveryService_GetDocument_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
@@ -156,10 +122,6 @@ var DiscoveryService_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "apichain.discovery.v1.DiscoveryService",
 	HandlerType: (*DiscoveryServiceServer)(nil),
 	Methods: []grpc.MethodDesc{
-		{
-			MethodName: "ListServed",
-			Handler:    _DiscoveryService_ListServed_Handler,
-		},
 		{
 			MethodName: "GetDocument",
 			Handler:    _DiscoveryService_GetDocument_Handler,
