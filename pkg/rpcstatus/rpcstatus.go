@@ -55,18 +55,28 @@ func FromKube(s *metav1.Status) error {
 	return st.Err()
 }
 
+// KubeJSON returns the kube Status a backend attached to err, as the JSON it encoded, and
+// its HTTP code, so the gateway can write it as it is instead of decoding and encoding again.
+func KubeJSON(err error) (code int, data []byte, ok bool) {
+	st, _ := status.FromError(err)
+	for _, d := range st.Details() {
+		if ks, isKube := d.(*resourcev1.KubeStatus); isKube && ks.GetCode() != 0 && json.Valid(ks.GetStatusJson()) {
+			return int(ks.GetCode()), ks.GetStatusJson(), true
+		}
+	}
+	return 0, nil, false
+}
+
 // ToKube returns the kube Status for err: the detail when there is one, otherwise one
 // derived from the gRPC code.
 func ToKube(err error) *metav1.Status {
-	st, _ := status.FromError(err)
-	for _, d := range st.Details() {
-		if ks, ok := d.(*resourcev1.KubeStatus); ok {
-			out := &metav1.Status{}
-			if json.Unmarshal(ks.GetStatusJson(), out) == nil {
-				return out
-			}
+	if _, data, ok := KubeJSON(err); ok {
+		out := &metav1.Status{}
+		if json.Unmarshal(data, out) == nil {
+			return out
 		}
 	}
+	st, _ := status.FromError(err)
 	code := httpCode(st.Code())
 	return NewStatus(code, reasonFor(code), st.Message())
 }

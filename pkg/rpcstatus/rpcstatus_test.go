@@ -1,6 +1,7 @@
 package rpcstatus
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -172,4 +173,23 @@ func TestNewStatus(t *testing.T) {
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusFailure, Message: "exists", Reason: metav1.StatusReasonAlreadyExists, Code: http.StatusConflict,
 	}, got)
+}
+
+// The gateway writes the backend's encoding as it is: KubeJSON hands back exactly the bytes
+// FromKube made, and nothing for errors that carry no kube Status.
+func TestKubeJSONIsTheBackendsEncoding(t *testing.T) {
+	st := NewStatus(http.StatusConflict, metav1.StatusReasonConflict, `configmaps "x" already exists`)
+	st.Details = &metav1.StatusDetails{Name: "x", Kind: "configmaps"}
+	want, err := json.Marshal(st)
+	require.NoError(t, err)
+
+	code, data, ok := KubeJSON(FromKube(st))
+	require.True(t, ok)
+	assert.Equal(t, http.StatusConflict, code)
+	assert.Equal(t, string(want), string(data))
+
+	for _, err := range []error{nil, errors.New("plain"), status.Error(codes.Unavailable, "down"), NotServed("v1")} {
+		_, _, ok := KubeJSON(err)
+		assert.False(t, ok, "%v", err)
+	}
 }

@@ -17,9 +17,14 @@ func WriteStatus(w http.ResponseWriter, s *metav1.Status) {
 		http.Error(w, s.Message, int(s.Code))
 		return
 	}
+	WriteStatusJSON(w, int(s.Code), data)
+}
+
+// WriteStatusJSON writes a kube Status already encoded as JSON (by a backend) with its code.
+func WriteStatusJSON(w http.ResponseWriter, code int, data []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(int(s.Code))
+	w.WriteHeader(code)
 	_, _ = w.Write(data)
 }
 

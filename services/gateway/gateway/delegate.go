@@ -69,16 +69,25 @@ func chainStatus(err error) *metav1.Status {
 	return nil
 }
 
-// writeDelegationError writes the kube Status for an error from the chain.
+// writeDelegationError writes the kube Status for an error from the chain: the backend's
+// own encoding when it sent one, as it is; otherwise one made here.
 func writeDelegationError(w http.ResponseWriter, err error) {
 	st := chainStatus(err)
-	if st == nil {
+	code, data, fromBackend := rpcstatus.KubeJSON(err)
+	if st == nil && !fromBackend {
 		st = rpcstatus.ToKube(err)
 	}
-	if st.Code == http.StatusServiceUnavailable || st.Code == http.StatusTooManyRequests {
+	if st != nil {
+		code = int(st.Code)
+	}
+	if code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", "1")
 	}
-	filters.WriteStatus(w, st)
+	if st != nil {
+		filters.WriteStatus(w, st)
+		return
+	}
+	filters.WriteStatusJSON(w, code, data)
 }
 
 func writeBody(w http.ResponseWriter, code int, b *resourcev1.Body) {
