@@ -18,7 +18,9 @@ type ChainConfig struct {
 	Authentication              Authentication
 	Authorizer                  Authorizer
 	HSTSDirectives              string
-	InFlight                    *server.SafeWaitGroup
+	// Metrics counts every request (nil: not counted).
+	Metrics  *RequestMetrics
+	InFlight *server.SafeWaitGroup
 	// RetryAfter, once closed, makes every request get 429 + Retry-After
 	// (--shutdown-send-retry-after after the shutdown delay); nil disables it.
 	RetryAfter <-chan struct{}
@@ -40,6 +42,7 @@ func BuildHandlerChain(handler http.Handler, c ChainConfig) http.Handler {
 	if c.RetryAfter != nil {
 		h = WithRetryAfter(h, c.RetryAfter)
 	}
+	h = WithRequestMetrics(h, c.Metrics)
 	h = WithRequestInfo(h, requestinfo.NewResolver())
 	h = WithPanicRecovery(h, c.Log)
 	h = WithAuditID(h)

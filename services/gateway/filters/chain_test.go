@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/pkg/server"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -142,6 +144,7 @@ type chainFixture struct {
 	release  chan struct{} // closes to let /slow requests finish
 	seen     chan seenRequest
 	released bool
+	metrics  *prometheus.Registry
 }
 
 type seenRequest struct {
@@ -163,6 +166,7 @@ func newChain(t *testing.T) *chainFixture {
 		retry:   make(chan struct{}),
 		release: make(chan struct{}),
 		seen:    make(chan seenRequest, 16),
+		metrics: prometheus.NewRegistry(),
 	}
 	t.Cleanup(f.unblock)
 	final := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -196,8 +200,32 @@ func newChain(t *testing.T) *chainFixture {
 		HSTSDirectives: "max-age=31536000",
 		InFlight:       f.wg,
 		RetryAfter:     f.retry,
+		Metrics:        NewRequestMetrics(f.metrics),
 	})
 	return f
+}
+
+// requests is apiserver_request_total summed over the series with this code and verb.
+func (f *chainFixture) requests(t *testing.T, code, verb string) float64 {
+	t.Helper()
+	families, err := f.metrics.Gather()
+	require.NoError(t, err)
+	total := 0.0
+	for _, mf := range families {
+		if mf.GetName() != "apiserver_request_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["code"] == code && labels["verb"] == verb {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
 }
 
 func (f *chainFixture) unblock() {
@@ -238,6 +266,7 @@ func TestChainPanicBehindAuthorizationGetsAuditIDAnd500(t *testing.T) {
 	requireOuterHeaders(t, rec, "audit-1")
 	seen := recv(t, f.seen, "final handler")
 	assert.Equal(t, "alice", seen.user.Name)
+	assert.Equal(t, 1.0, f.requests(t, "500", "get"), "the panic is counted as the 500 it became")
 
 	// The chain keeps serving.
 	rec = f.do("GET", "/api/v1/namespaces/ns/pods/p", "tok-alice", "audit-2")
@@ -352,6 +381,13 @@ func TestChainRejections(t *testing.T) {
 				assert.Equal(t, v, rec.Header().Get(k), k)
 			}
 			assert.Empty(t, f.seen, "the final handler must not run")
+			if tc.name != "unresolvable request info" { // rejected before the metrics filter can label it
+				verb := map[string]string{"GET": "list", "POST": "create", "DELETE": "delete"}[tc.method]
+				if !strings.HasPrefix(tc.target, "/api") {
+					verb = tc.method
+				}
+				assert.Equal(t, 1.0, f.requests(t, strconv.Itoa(tc.want.Code), verb), "a rejected request is counted")
+			}
 		})
 	}
 }

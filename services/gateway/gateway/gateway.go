@@ -146,7 +146,6 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 
 	g.metrics = prometheus.NewRegistry()
 	g.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	requests := newRequestMetrics(g.metrics)
 	g.metrics.MustRegister(newStartupCollector(g))
 	g.router.perInstance = newBackendRequestsMetric(g.metrics)
 
@@ -184,7 +183,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	if g.opts.Generic.ShutdownSendRetryAfter {
 		retryAfter = g.Server.Signals().AfterShutdownDelayDuration.Signaled()
 	}
-	chain := filters.BuildHandlerChain(requests.instrument(grpcHandler(g.grpc, mux)), filters.ChainConfig{
+	chain := filters.BuildHandlerChain(grpcHandler(g.grpc, mux), filters.ChainConfig{
 		Log:                         g.Log,
 		RequestTimeout:              g.opts.RequestTimeout,
 		MaxRequestsInFlight:         g.opts.MaxRequestsInFlight,
@@ -192,6 +191,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 		Authentication:              authn,
 		Authorizer:                  g.authorizer,
 		HSTSDirectives:              g.opts.HSTSDirectives,
+		Metrics:                     filters.NewRequestMetrics(g.metrics),
 		InFlight:                    &g.Server.InFlight,
 		RetryAfter:                  retryAfter,
 	})
