@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -13,23 +12,7 @@ import (
 
 // Etcd is a running in-process single-member etcd.
 type Etcd struct {
-	e       *embed.Etcd
-	tempDir string // removed on Stop when StartTempEtcd made it
-}
-
-// StartTempEtcd starts etcd in a new temporary directory that Stop removes (for tests).
-func StartTempEtcd() (*Etcd, error) {
-	dir, err := os.MkdirTemp("", "apichain-etcd-")
-	if err != nil {
-		return nil, err
-	}
-	e, err := StartEtcd(dir, 0, 0)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	e.tempDir = dir
-	return e, nil
+	e *embed.Etcd
 }
 
 // StartEtcd starts etcd storing under dir/etcd, serving clients on 127.0.0.1:clientPort and
@@ -82,13 +65,8 @@ func (e *Etcd) Endpoints() []string {
 	return out
 }
 
-// Stop closes etcd (and removes its temporary directory, if it has one).
-func (e *Etcd) Stop() {
-	e.e.Close()
-	if e.tempDir != "" {
-		_ = os.RemoveAll(e.tempDir)
-	}
-}
+// Stop closes etcd; its data stays under the directory it was started with.
+func (e *Etcd) Stop() { e.e.Close() }
 
 // freePort asks the kernel for a free loopback port; etcd needs the number before it binds.
 func freePort() (int, error) {

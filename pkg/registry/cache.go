@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/apichain/apichain/pkg/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -168,18 +171,29 @@ func (c *watchCache) reset() {
 	}
 }
 
-// waitFresh waits until the cache has seen revision rev (asking etcd for a progress
-// notification if the resource is quiet), or gives up with errCacheNotReady.
-func (c *watchCache) waitFresh(ctx context.Context, rev int64) error {
-	deadline := time.NewTimer(3 * time.Second)
+// blockTimeout is how long a read waits for the cache to reach the version it asks for
+// (kube's watch cache waits as long).
+const blockTimeout = 3 * time.Second
+
+// waitFresh waits until the cache has seen revision rev, asking etcd for a progress
+// notification if the resource is quiet. After blockTimeout it gives up: with
+// errCacheNotReady while the cache is not synced, otherwise with kube's "Too large resource
+// version" naming the cache's revision.
+func (c *watchCache) waitFresh(ctx context.Context, rev uint64) error {
+	deadline := time.NewTimer(blockTimeout)
 	defer deadline.Stop()
-	asked := false
+	asked, expired := false, false
 	for {
 		c.mu.Lock()
 		ready, current, changed := c.ready, c.rev, c.changed
 		c.mu.Unlock()
-		if ready && current >= rev {
+		switch {
+		case ready && uint64(current) >= rev:
 			return nil
+		case expired && !ready:
+			return errCacheNotReady
+		case expired:
+			return tooLargeResourceVersion(rev, uint64(current), resourceVersionTooHighRetrySeconds)
 		}
 		if ready && !asked {
 			asked = true
@@ -188,11 +202,45 @@ func (c *watchCache) waitFresh(ctx context.Context, rev int64) error {
 		select {
 		case <-changed:
 		case <-deadline.C:
-			return errCacheNotReady
+			expired = true // one more look: the cache may have caught up meanwhile
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+// get serves a GET with resourceVersion rv ("0" or a minimum) as kube's cacher does: once
+// the cache has seen rv, waiting up to blockTimeout for it. errCacheNotReady means the cache
+// is not synced and etcd must serve it (kube's delegator does the same).
+func (c *watchCache) get(ctx context.Context, namespace, name, rv string) (runtime.Object, error) {
+	c.mu.Lock()
+	ready := c.ready
+	c.mu.Unlock()
+	if !ready {
+		return nil, errCacheNotReady
+	}
+	minimum, err := parseMinimumRV(rv)
+	if err != nil {
+		// kube's cacher returns its storage.InvalidError as is, and kube answers that with 422.
+		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
+			Code: http.StatusUnprocessableEntity, Reason: metav1.StatusReasonInvalid, Message: err.Error()}}
+	}
+	if err := c.waitFresh(ctx, minimum); err != nil {
+		if err == errCacheNotReady {
+			return nil, err
+		}
+		return nil, storeError(err, c.r.GroupResource(), name)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	obj, ok := c.objects[key(c.r, namespace, name)]
+	switch {
+	case !c.ready:
+		return nil, errCacheNotReady
+	case !ok:
+		return nil, apierrors.NewNotFound(c.r.GroupResource(), name)
+	}
+	return obj.DeepCopyObject(), nil // cached objects are shared
 }
 
 // snapshot returns the objects under keyPrefix sorted by key, at the cache's revision.

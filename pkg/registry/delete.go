@@ -170,9 +170,7 @@ func (h *Handler) DeleteCollection(ctx context.Context, req *resourcev1.DeleteCo
 	var deleted []runtime.Object
 	for _, item := range res.items {
 		acc, _ := meta.Accessor(item)
-		ref := &resourcev1.ResourceRef{Group: r.GroupVersion.Group, Version: r.GroupVersion.Version, Resource: r.Name,
-			Namespace: acc.GetNamespace(), Name: acc.GetName()}
-		obj, _, err := h.delete(ctx, r, ref, opts, dryRun)
+		obj, _, err := h.delete(ctx, r, objectRef(r, acc.GetNamespace(), acc.GetName()), opts, dryRun)
 		if apierrors.IsNotFound(err) {
 			continue
 		}

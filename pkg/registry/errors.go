@@ -38,6 +38,19 @@ func storeError(err error, gr schema.GroupResource, name string) error {
 	return apierrors.NewInternalError(err)
 }
 
+// resourceVersionTooHighRetrySeconds is when kube's watch cache tells a client to retry a
+// read at a version it has not reached yet.
+const resourceVersionTooHighRetrySeconds = 1
+
+// tooLargeResourceVersion is kube's storage.NewTooLargeResourceVersionError: a 504 Timeout
+// whose cause tells clients (client-go's reflector among them) the version is ahead of the
+// server rather than the request slow.
+func tooLargeResourceVersion(minimum, current uint64, retrySeconds int) error {
+	err := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", minimum, current), retrySeconds)
+	err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
+	return err
+}
+
 // toGRPC turns any error into the gRPC status carrying its kube Status.
 func toGRPC(err error) error {
 	if err == nil {

@@ -3,13 +3,18 @@ package registry
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -174,4 +179,126 @@ func TestGetAcceptNegotiation(t *testing.T) {
 			requireStatus(t, err, 406, metav1.StatusReasonNotAcceptable)
 		})
 	}
+}
+
+// GET's resourceVersion, as kube's "semantics for get": "" is the most recent (a quorum read
+// from etcd); "0" (any) and a number (not older than it) come from the watch cache when it is
+// on and synced, which waits up to 3s for that version, and from etcd otherwise. A version not
+// reached yet is kube's 504 with the ResourceVersionTooLarge cause; garbage is kube's 400 from
+// etcd and its 422 from the cache. A GET has no 410: nothing is too old for "not older than".
+func TestGetResourceVersion(t *testing.T) {
+	readers(t, func(t *testing.T, h *Handler) {
+		ctx := context.Background()
+		cached := h == testCachedH
+		ns := newNamespace(t)
+		created := create(t, deployResource, ns, deployment("rv", 1))
+		_, err := patch(deployResource, ns, "rv", mergePatchType, `{"metadata":{"labels":{"v":"2"}}}`)
+		require.NoError(t, err)
+		latest := get[*appsv1.Deployment](t, deployResource, ns, "rv").ResourceVersion
+		if cached {
+			// Once the cache holds the latest write, mark its copy: what shows the mark came
+			// from the cache.
+			_, err := h.Get(ctx, &resourcev1.GetRequest{Ref: ref(deployResource, ns, "rv"), ResourceVersion: latest})
+			require.NoError(t, err)
+			markCached(t, h, deployResource, ns, "rv")
+		}
+		future := currentRevision(t) + 1000
+		invalid := `resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`
+		// kube's etcd store answers garbage with 400 and a version ahead with "retry after 0";
+		// its watch cache hands back the parse error as is (422) and says "retry after 1".
+		badCode, badReason, badMessage, retryAfter := int32(400), metav1.StatusReasonBadRequest, "invalid resource version: "+invalid, int32(0)
+		if cached {
+			badCode, badReason, badMessage, retryAfter = 422, metav1.StatusReasonInvalid, invalid, 1
+		}
+
+		tests := []struct {
+			name, rv, sub, obj string
+			fromCache          bool // served by the cache when the handler has one
+			etcdOnly           bool // the cache would answer the same after its 3s wait
+			code               int32
+			reason             metav1.StatusReason
+			message            string // the error's message, or its prefix for a timeout
+		}{
+			{name: "most recent", rv: ""},
+			{name: "any", rv: "0", fromCache: true},
+			{name: "exact existing version", rv: latest, fromCache: true},
+			{name: "older version", rv: created.ResourceVersion, fromCache: true},
+			{name: "older than anything stored", rv: "1", fromCache: true},
+			{name: "status", rv: latest, sub: "status", fromCache: true},
+			{name: "scale", rv: latest, sub: "scale"},
+			{name: "missing object", rv: "0", obj: "missing", code: 404, reason: metav1.StatusReasonNotFound,
+				message: `deployments.apps "missing" not found`},
+			{name: "future version", rv: strconv.FormatInt(future, 10), code: 504, reason: metav1.StatusReasonTimeout,
+				message: fmt.Sprintf("Timeout: Too large resource version: %d, current: ", future)},
+			{name: "future version of a missing object", rv: strconv.FormatInt(future, 10), obj: "missing", etcdOnly: true,
+				code: 504, reason: metav1.StatusReasonTimeout, message: fmt.Sprintf("Timeout: Too large resource version: %d, current: ", future)},
+			{name: "garbage", rv: "abc", code: badCode, reason: badReason, message: badMessage},
+			{name: "negative", rv: "-1", code: badCode, reason: badReason},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				if tc.etcdOnly && cached {
+					t.Skip("the cache answers the same after waiting 3s")
+				}
+				obj := tc.obj
+				if obj == "" {
+					obj = "rv"
+				}
+				resp, err := h.Get(ctx, &resourcev1.GetRequest{Ref: subRef(deployResource, ns, obj, tc.sub), ResourceVersion: tc.rv})
+				if tc.code != 0 {
+					st := requireStatus(t, err, tc.code, tc.reason)
+					assert.True(t, strings.HasPrefix(st.Message, tc.message), "message %q", st.Message)
+					if tc.code == 504 {
+						assert.Equal(t, []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}},
+							st.Details.Causes)
+						assert.Equal(t, retryAfter, st.Details.RetryAfterSeconds)
+					}
+					return
+				}
+				require.NoError(t, err)
+				got := &metav1.PartialObjectMetadata{}
+				require.NoError(t, json.Unmarshal(resp.GetBody().GetData(), got))
+				assert.Equal(t, latest, got.ResourceVersion)
+				assert.Equal(t, cached && tc.fromCache, got.Annotations["test/served-by"] == "cache")
+			})
+		}
+
+		if cached {
+			// A version the cache has not seen is waited for: the write that makes it
+			// lands during the wait and the GET answers with it.
+			next := strconv.FormatInt(currentRevision(t)+1, 10)
+			got := make(chan *resourcev1.GetResponse, 1)
+			go func() {
+				resp, err := h.Get(ctx, &resourcev1.GetRequest{Ref: ref(deployResource, ns, "rv"), ResourceVersion: next})
+				assert.NoError(t, err)
+				got <- resp
+			}()
+			_, err := patch(deployResource, ns, "rv", mergePatchType, `{"metadata":{"labels":{"v":"3"}}}`)
+			require.NoError(t, err)
+			select {
+			case resp := <-got:
+				d := &appsv1.Deployment{}
+				decode(t, resp.GetBody(), d)
+				assert.Equal(t, "3", d.Labels["v"])
+			case <-time.After(waitFor):
+				t.Fatal("no answer within", waitFor)
+			}
+		}
+	})
+}
+
+// markCached annotates the watch cache's copy of an object (only), so a test tells what the
+// cache served from what etcd did.
+func markCached(t *testing.T, h *Handler, r *Resource, namespace, name string) {
+	t.Helper()
+	c := h.cache(r)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := key(r, namespace, name)
+	require.Contains(t, c.objects, k)
+	marked := c.objects[k].DeepCopyObject()
+	acc, err := meta.Accessor(marked)
+	require.NoError(t, err)
+	acc.SetAnnotations(map[string]string{"test/served-by": "cache"})
+	c.objects[k] = marked
 }

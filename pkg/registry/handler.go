@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,13 +89,13 @@ func (h *Handler) convert(r *Resource, obj runtime.Object, out output) (runtime.
 	return obj, nil
 }
 
-// Get reads one object.
+// Get reads one object (or its status or scale) at the request's resourceVersion.
 func (h *Handler) Get(ctx context.Context, req *resourcev1.GetRequest) (*resourcev1.GetResponse, error) {
 	r, err := h.lookup(req.GetRef(), "status", "scale")
 	if err != nil {
 		return nil, toGRPC(err)
 	}
-	obj, err := h.get(ctx, r, req.GetRef().GetNamespace(), req.GetRef().GetName())
+	obj, err := h.get(ctx, r, req.GetRef().GetNamespace(), req.GetRef().GetName(), req.GetResourceVersion())
 	if err != nil {
 		return nil, toGRPC(err)
 	}
@@ -110,8 +111,33 @@ func (h *Handler) Get(ctx context.Context, req *resourcev1.GetRequest) (*resourc
 	return &resourcev1.GetResponse{Body: body}, nil
 }
 
-func (h *Handler) get(ctx context.Context, r *Resource, namespace, name string) (runtime.Object, error) {
-	kv, _, err := h.store.Get(ctx, key(r, namespace, name), 0)
+// get reads one object as kube's cache delegator and etcd3 store do for a GET with
+// resourceVersion rv: "" is the most recent, read from etcd. Any other value is "not older
+// than": a synced watch cache serves it once it has seen rv (waiting up to blockTimeout);
+// otherwise etcd serves its latest unless rv is ahead of it. Since the latest is never too
+// old, a GET has no 410 Gone.
+func (h *Handler) get(ctx context.Context, r *Resource, namespace, name, rv string) (runtime.Object, error) {
+	if rv != "" { // "" is a quorum read from etcd, as in kube
+		if c := h.cache(r); c != nil {
+			if obj, err := c.get(ctx, namespace, name, rv); err != errCacheNotReady {
+				return obj, err
+			}
+		}
+	}
+	kv, rev, err := h.store.Get(ctx, key(r, namespace, name), 0)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, storeError(err, r.GroupResource(), name)
+	}
+	// kube's validateMinimumResourceVersion, which comes before whether the object exists.
+	if rv != "" {
+		minimum, perr := parseMinimumRV(rv)
+		if perr != nil {
+			return nil, apierrors.NewBadRequest("invalid resource version: " + perr.Error())
+		}
+		if minimum > uint64(rev) {
+			return nil, tooLargeResourceVersion(minimum, uint64(rev), 0)
+		}
+	}
 	if err != nil {
 		return nil, storeError(err, r.GroupResource(), name)
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // selector is a parsed label and field selector.
@@ -107,6 +108,19 @@ func parseRV(s string) (int64, error) {
 	return v, nil
 }
 
+// parseMinimumRV parses a get's resourceVersion as kube's APIObjectVersioner does ("" and
+// "0" are 0); the error's text is that of kube's storage.InvalidError.
+func parseMinimumRV(s string) (uint64, error) {
+	if s == "" || s == "0" {
+		return 0, nil
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, field.Invalid(field.NewPath("resourceVersion"), s, err.Error())
+	}
+	return v, nil
+}
+
 // listResult is a page of matching objects.
 type listResult struct {
 	items     []runtime.Object
@@ -163,7 +177,7 @@ func (h *Handler) list(ctx context.Context, r *Resource, namespace string, opts 
 		if atRev == 0 {
 			atRev = page.Revision
 			if rv > atRev {
-				return nil, apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, atRev), 1)
+				return nil, tooLargeResourceVersion(uint64(rv), uint64(atRev), resourceVersionTooHighRetrySeconds)
 			}
 		}
 		for _, kv := range page.KVs {
@@ -239,12 +253,12 @@ func (h *Handler) listFromCache(ctx context.Context, r *Resource, keyPrefix stri
 	case opts.GetResourceVersion() == "0":
 		limit = 0
 	case rv > 0:
-		if c.waitFresh(ctx, rv) != nil {
+		if c.waitFresh(ctx, uint64(rv)) != nil {
 			return nil, false
 		}
 	default:
 		current, err := h.store.CurrentRevision(ctx)
-		if err != nil || c.waitFresh(ctx, current) != nil {
+		if err != nil || c.waitFresh(ctx, uint64(current)) != nil {
 			return nil, false
 		}
 	}

@@ -20,6 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
+// keyRoot is the prefix of every stored object's key, as in kube.
+const keyRoot = "/registry/"
+
 // key is the etcd key of an object: /registry/<group>/<resource>/[<namespace>/]<name>, with
 // "core" for the legacy group.
 func key(r *Resource, namespace, name string) string {
@@ -33,7 +36,7 @@ func prefix(r *Resource, namespace string) string {
 	if g == "" {
 		g = "core"
 	}
-	k := "/registry/" + g + "/" + r.Name + "/"
+	k := keyRoot + g + "/" + r.Name + "/"
 	if r.Namespaced && namespace != "" {
 		k += namespace + "/"
 	}

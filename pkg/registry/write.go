@@ -132,7 +132,7 @@ func (h *Handler) admitNamespace(ctx context.Context, namespace string) error {
 	if !ok {
 		return nil // this backend does not own namespaces; core admits them
 	}
-	obj, err := h.get(ctx, ns, "", namespace)
+	obj, err := h.get(ctx, ns, "", namespace, "")
 	if err != nil {
 		return err
 	}

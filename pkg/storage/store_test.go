@@ -27,7 +27,13 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	etcd, err := embedded.StartTempEtcd()
+	dir, err := os.MkdirTemp("", "apichain-etcd-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir) // deferred first, so it runs after etcd stops
+	etcd, err := embedded.StartEtcd(dir, 0, 0)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -7,6 +7,8 @@ import (
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	"github.com/apichain/apichain/pkg/backend"
+	"github.com/apichain/apichain/pkg/controller/garbagecollector"
+	"github.com/apichain/apichain/pkg/controller/namespace"
 	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/storage"
 	"github.com/apichain/apichain/pkg/topology"
@@ -31,6 +33,7 @@ func Setup(b *backend.Backend) error {
 	h := registry.NewHandler(scheme, set, storage.NewStore(b.Etcd), b.Stopping())
 	h.WarmUp()
 	b.SetResources(h)
+	client := registry.NewClient(h) // what the controllers read and write through
 	if err := b.Server.AddPostStartHook("start-system-namespaces-controller", func(ctx context.Context) error {
 		if err := storage.WaitReady(ctx, b.Etcd); err != nil {
 			return err
@@ -40,7 +43,7 @@ func Setup(b *backend.Backend) error {
 		return err
 	}
 	if err := b.Server.AddPostStartHook("start-namespace-lifecycle-controller", func(ctx context.Context) error {
-		go h.RunNamespaceFinalizer(ctx, b.Log) // ctx lives until shutdown starts
+		go namespace.Run(ctx, client, b.Log) // ctx lives until shutdown starts
 		return nil
 	}); err != nil {
 		return err
@@ -54,7 +57,7 @@ func Setup(b *backend.Backend) error {
 		return err
 	}
 	return b.Server.AddPostStartHook("start-garbage-collector", func(ctx context.Context) error {
-		go h.RunGarbageCollector(ctx, b.Log, 30*time.Second)
+		go garbagecollector.Run(ctx, client, b.Log, 30*time.Second)
 		return nil
 	})
 }

@@ -1,0 +1,132 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/storage"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Client is how in-process controllers (pkg/controller/...) read and write a handler's
+// objects: Go values, through the REST semantics the ResourceService applies (finalizers,
+// graceful deletion, propagation policies, optimistic concurrency), with nothing encoded on
+// the way.
+type Client struct{ h *Handler }
+
+// NewClient returns a client of h's resources.
+func NewClient(h *Handler) *Client { return &Client{h: h} }
+
+// Resources are the stored resources h serves, in the set's order (review APIs, which store
+// nothing, are left out).
+func (c *Client) Resources() []*Resource {
+	out := make([]*Resource, 0, len(c.h.set.order))
+	for _, r := range c.h.set.order {
+		if !r.Review {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Lookup finds a stored resource h serves.
+func (c *Client) Lookup(gvr schema.GroupVersionResource) (*Resource, bool) {
+	r, ok := c.h.set.Lookup(gvr)
+	return r, ok && !r.Review
+}
+
+// List reads r's objects in namespace ("" for all namespaces) that match fieldSelector, as
+// one consistent read (from the watch cache once it caught up with etcd, when the cache is
+// on). The objects are the caller's.
+func (c *Client) List(ctx context.Context, r *Resource, namespace, fieldSelector string) ([]runtime.Object, error) {
+	res, err := c.h.list(ctx, r, namespace, &resourcev1.ListOptions{FieldSelector: fieldSelector}, 0, "")
+	if err != nil {
+		return nil, err
+	}
+	return res.items, nil
+}
+
+// Delete deletes an object as a DELETE request does: finalizers (including the one its
+// propagation policy adds) hold it and preconditions guard it; opts may be nil. deleted
+// reports whether it is gone rather than marked for deletion.
+func (c *Client) Delete(ctx context.Context, r *Resource, namespace, name string, opts *metav1.DeleteOptions) (deleted bool, err error) {
+	_, deleted, err = c.h.delete(ctx, r, objectRef(r, namespace, name), opts, false)
+	return deleted, err
+}
+
+// Update changes an object, or its "status" or "finalize" subresource, with mutate, which
+// edits a copy of the current object. A write that loses a race is retried on the new
+// current object (kube's unconditional update); removing the last finalizer of an object
+// being deleted deletes it.
+func (c *Client) Update(ctx context.Context, r *Resource, namespace, name, subresource string, mutate func(obj runtime.Object)) error {
+	ref := objectRef(r, namespace, name)
+	ref.Subresource = subresource
+	_, err := c.h.update(ctx, r, ref, false, func(current runtime.Object) (runtime.Object, error) {
+		mutate(current)
+		if acc, err := meta.Accessor(current); err == nil {
+			acc.SetResourceVersion("") // unconditional
+		}
+		return current, nil
+	})
+	return err
+}
+
+// Change is one write to stored objects, as Watch reports it.
+type Change struct {
+	// Deleted: an object went away.
+	Deleted bool
+	// Deleting: the object written is marked for deletion (it has a deletionTimestamp).
+	Deleting bool
+}
+
+// Watch reports the writes to r's objects (with r nil: to every stored object, this
+// backend's or not) from now until ctx is done, when the channel closes. It decodes nothing:
+// controllers use it as a trigger and read what they need with List. A watch that fails
+// resumes from the present after reporting one Change with neither flag set for the writes
+// it may have missed.
+func (c *Client) Watch(ctx context.Context, r *Resource) <-chan Change {
+	keyPrefix := keyRoot
+	if r != nil {
+		keyPrefix = prefix(r, "")
+	}
+	out := make(chan Change, 100)
+	go func() {
+		defer close(out)
+		for {
+			for ev := range c.h.store.Watch(ctx, keyPrefix, 0) {
+				if ev.Type == storage.Progress {
+					continue // no write
+				}
+				var change Change
+				if ev.Err == nil {
+					change.Deleted = ev.Type == storage.Deleted
+					// The stored form is JSON (encodeStored): the key is there once the object
+					// is marked for deletion.
+					change.Deleting = !change.Deleted && bytes.Contains(ev.Value, []byte(`"deletionTimestamp"`))
+				}
+				select {
+				case out <- change:
+				case <-ctx.Done():
+					return
+				}
+			}
+			select { // the watch failed (or ctx is done): do not spin while etcd is away
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return out
+}
+
+// objectRef names one object of r.
+func objectRef(r *Resource, namespace, name string) *resourcev1.ResourceRef {
+	return &resourcev1.ResourceRef{Group: r.GroupVersion.Group, Version: r.GroupVersion.Version, Resource: r.Name,
+		Namespace: namespace, Name: name}
+}
