@@ -12,7 +12,7 @@ import (
 	"github.com/apichain/apichain/services/aggregator/aggregator"
 	"github.com/apichain/apichain/services/core/core"
 	"github.com/apichain/apichain/services/extensions/extensions"
-	"github.com/apichain/apichain/services/gateway/gateway"
+	gateway "github.com/apichain/apichain/services/gateway/app"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )

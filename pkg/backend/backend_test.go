@@ -8,23 +8,27 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/audit"
 	"github.com/apichain/apichain/pkg/caller"
 	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/embedded"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/pkg/server"
+	"github.com/apichain/apichain/pkg/user"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 )
@@ -207,7 +211,7 @@ func checkHandshakes(t *testing.T, b *Backend, pki *certs.PKI) {
 // TestAdmit covers the interceptor's bookkeeping without a network.
 func TestAdmit(t *testing.T) {
 	b := &Backend{Server: server.New("core", server.DefaultOptions(), discardLog())}
-	ctx := peerWithCN(t, caller.GatewayCommonName)
+	ctx := peerWithCN(t, certs.GatewayUser)
 
 	_, _, err := b.admit(peerWithCN(t, "kubernetes-admin"), "/apichain.resource.v1.ResourceService/Get")
 	assert.Equal(t, codes.PermissionDenied, status.Code(err), "only the gateway may call")
@@ -219,8 +223,8 @@ func TestAdmit(t *testing.T) {
 
 	ctx2, done, err := b.admit(ctx, "/apichain.resource.v1.ResourceService/Get")
 	require.NoError(t, err)
-	_, ok := caller.From(ctx2)
-	assert.False(t, ok, "no caller without identity metadata")
+	_, ok := user.From(ctx2)
+	assert.False(t, ok, "no user without identity metadata")
 	done()
 
 	b.Server.InFlight.Close()
@@ -275,7 +279,7 @@ func peerWithCN(t *testing.T, cn string) context.Context {
 // A panicking handler answers that request with a 500 Status; the backend keeps serving.
 func TestPanicRecovery(t *testing.T) {
 	b := &Backend{Server: server.New("core", server.DefaultOptions(), discardLog()), Log: discardLog()}
-	ctx := peerWithCN(t, caller.GatewayCommonName)
+	ctx := peerWithCN(t, certs.GatewayUser)
 	info := &grpc.UnaryServerInfo{FullMethod: "/apichain.resource.v1.ResourceService/Patch"}
 	_, err := b.unaryInterceptor(ctx, nil, info, func(context.Context, any) (any, error) { panic("boom") })
 	require.Error(t, err)
@@ -286,4 +290,27 @@ func TestPanicRecovery(t *testing.T) {
 	resp, err := b.unaryInterceptor(ctx, nil, info, func(context.Context, any) (any, error) { return "fine", nil })
 	require.NoError(t, err)
 	assert.Equal(t, "fine", resp)
+}
+
+// Handlers find the user and audit ID the gateway sent, and the backend's log names them, so
+// a request can be followed from the gateway's log.
+func TestHandlersSeeTheCaller(t *testing.T) {
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	b := &Backend{Server: server.New("core", server.DefaultOptions(), log), Log: log}
+	out := caller.Outgoing(context.Background(), &resourcev1.Caller{Name: "alice", Groups: []string{"devs"}, AuditId: "audit-7"})
+	md, _ := metadata.FromOutgoingContext(out)
+	ctx := metadata.NewIncomingContext(peerWithCN(t, certs.GatewayUser), md)
+
+	info := &grpc.UnaryServerInfo{FullMethod: "/apichain.resource.v1.ResourceService/Create"}
+	_, err := b.unaryInterceptor(ctx, nil, info, func(ctx context.Context, _ any) (any, error) {
+		u, ok := user.From(ctx)
+		require.True(t, ok)
+		assert.Equal(t, &user.User{Name: "alice", Groups: []string{"devs"}}, u)
+		assert.Equal(t, "audit-7", audit.IDFrom(ctx))
+		panic("boom")
+	})
+	require.Error(t, err)
+	assert.Contains(t, logs.String(), `msg="request handler panicked" method=/apichain.resource.v1.ResourceService/Create user=alice auditID=audit-7`)
+	assert.Contains(t, logs.String(), `msg=request method=/apichain.resource.v1.ResourceService/Create user=alice auditID=audit-7 code=Internal`)
 }

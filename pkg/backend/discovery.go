@@ -28,17 +28,9 @@ func NewDiscovery(served []*discoveryv1.GroupVersion) *Discovery { return &Disco
 func (d *Discovery) ServedNames() []string {
 	out := make([]string, 0, len(d.served))
 	for _, gv := range d.served {
-		out = append(out, GroupVersionString(gv.GetGroup(), gv.GetVersion()))
+		out = append(out, discovery.GroupVersion(gv.GetGroup(), gv.GetVersion()))
 	}
 	return out
-}
-
-// GroupVersionString is kube's "group/version", or just "version" for the legacy group.
-func GroupVersionString(group, version string) string {
-	if group == "" {
-		return version
-	}
-	return group + "/" + version
 }
 
 // GetDocument returns this server's discovery documents by path.
@@ -149,7 +141,7 @@ func (d *Discovery) resourceList(group, version string) (*metav1.APIResourceList
 		}
 		list := &metav1.APIResourceList{
 			TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
-			GroupVersion: GroupVersionString(group, version),
+			GroupVersion: discovery.GroupVersion(group, version),
 			APIResources: []metav1.APIResource{},
 		}
 		for _, r := range gv.GetResources() {

@@ -229,11 +229,6 @@ func TestDiscoveryServedNames(t *testing.T) {
 	assert.Empty(t, NewDiscovery(nil).ServedNames())
 }
 
-func TestGroupVersionString(t *testing.T) {
-	assert.Equal(t, "v1", GroupVersionString("", "v1"))
-	assert.Equal(t, "apps/v1", GroupVersionString("apps", "v1"))
-}
-
 func TestNotServedResources(t *testing.T) {
 	ref := &resourcev1.ResourceRef{Group: "apps", Version: "v1", Resource: "deployments", Namespace: "ns", Name: "web"}
 	ctx := context.Background()

@@ -6,9 +6,12 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"time"
 
+	"github.com/apichain/apichain/pkg/audit"
 	"github.com/apichain/apichain/pkg/caller"
 	"github.com/apichain/apichain/pkg/rpcstatus"
+	"github.com/apichain/apichain/pkg/user"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -40,12 +43,9 @@ func (b *Backend) admit(ctx context.Context, method string) (context.Context, fu
 	if !publicMethods[method] && !caller.IsGateway(ctx) {
 		return nil, nil, status.Error(codes.PermissionDenied, "backends accept only the gateway's client certificate")
 	}
-	c, err := caller.FromIncoming(ctx)
+	ctx, err := caller.Incoming(ctx)
 	if err != nil {
 		return nil, nil, status.Error(codes.PermissionDenied, err.Error())
-	}
-	if c != nil {
-		ctx = caller.WithCaller(ctx, c)
 	}
 	if longRunning[method] {
 		return ctx, func() {}, nil
@@ -62,20 +62,26 @@ func (b *Backend) unaryInterceptor(ctx context.Context, req any, info *grpc.Unar
 		return nil, err
 	}
 	defer done()
-	defer b.recoverPanic(info.FullMethod, &err)
+	defer b.finish(ctx, info.FullMethod, time.Now(), &err)
 	return h(ctx, req)
 }
 
-// recoverPanic turns a handler panic into a 500 Status for that request alone, as kube's
-// panic recovery filter does: one bad request must not take the backend down.
-func (b *Backend) recoverPanic(method string, err *error) {
-	r := recover()
-	if r == nil {
-		return
+// finish ends a request: a handler panic becomes a 500 Status for that request alone, as
+// kube's panic recovery filter does (one bad request must not take the backend down), and
+// the request is logged with who sent it and its audit ID, so it can be followed from the
+// gateway's log.
+func (b *Backend) finish(ctx context.Context, method string, start time.Time, err *error) {
+	who := "" // probes carry no identity
+	if u, ok := user.From(ctx); ok {
+		who = u.Name
 	}
-	b.Log.Error("request handler panicked", "method", method, "panic", r, "stack", string(debug.Stack()))
-	*err = rpcstatus.FromKube(rpcstatus.NewStatus(http.StatusInternalServerError, metav1.StatusReasonInternalError,
-		"This request caused apiserver to panic. Look in the logs for details."))
+	attrs := []any{"method", method, "user", who, "auditID", audit.IDFrom(ctx)}
+	if r := recover(); r != nil {
+		b.Log.Error("request handler panicked", append(attrs, "panic", r, "stack", string(debug.Stack()))...)
+		*err = rpcstatus.FromKube(rpcstatus.NewStatus(http.StatusInternalServerError, metav1.StatusReasonInternalError,
+			"This request caused apiserver to panic. Look in the logs for details."))
+	}
+	b.Log.Debug("request", append(attrs, "code", status.Code(*err).String(), "duration", time.Since(start).String())...)
 }
 
 type ctxStream struct {
@@ -91,6 +97,6 @@ func (b *Backend) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.St
 		return err
 	}
 	defer done()
-	defer b.recoverPanic(info.FullMethod, &err)
+	defer b.finish(ctx, info.FullMethod, time.Now(), &err)
 	return h(srv, ctxStream{ServerStream: ss, ctx: ctx})
 }

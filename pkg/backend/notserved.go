@@ -4,6 +4,7 @@ import (
 	"context"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/discovery"
 	"github.com/apichain/apichain/pkg/rpcstatus"
 	"google.golang.org/grpc"
 )
@@ -17,7 +18,7 @@ type NotServedResources struct {
 var _ resourcev1.ResourceServiceServer = NotServedResources{}
 
 func refString(r *resourcev1.ResourceRef) string {
-	return GroupVersionString(r.GetGroup(), r.GetVersion()) + "/" + r.GetResource()
+	return discovery.GroupVersion(r.GetGroup(), r.GetVersion()) + "/" + r.GetResource()
 }
 
 func (NotServedResources) Get(_ context.Context, r *resourcev1.GetRequest) (*resourcev1.GetResponse, error) {

@@ -8,6 +8,9 @@ import (
 	"errors"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/audit"
+	"github.com/apichain/apichain/pkg/certs"
+	"github.com/apichain/apichain/pkg/user"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
@@ -17,8 +20,21 @@ import (
 // MetadataKey is the binary metadata key of the serialized Caller.
 const MetadataKey = "apichain-caller-bin"
 
-// GatewayCommonName is the client certificate CN the gateway presents to backends.
-const GatewayCommonName = "system:apichain:gateway"
+// ForRequest is the caller of a request the gateway's filters identified: its user and
+// audit ID.
+func ForRequest(ctx context.Context) *resourcev1.Caller {
+	c := &resourcev1.Caller{AuditId: audit.IDFrom(ctx)}
+	if u, ok := user.From(ctx); ok {
+		c.Name, c.Uid, c.Groups = u.Name, u.UID, u.Groups
+		for k, v := range u.Extra {
+			if c.Extra == nil {
+				c.Extra = map[string]*resourcev1.ExtraValues{}
+			}
+			c.Extra[k] = &resourcev1.ExtraValues{Values: v}
+		}
+	}
+	return c
+}
 
 // Outgoing returns ctx with c attached to outgoing gRPC metadata.
 func Outgoing(ctx context.Context, c *resourcev1.Caller) context.Context {
@@ -60,7 +76,7 @@ func IsGateway(ctx context.Context) bool {
 	if !ok || len(info.State.VerifiedChains) == 0 {
 		return false
 	}
-	return leafCN(info.State.VerifiedChains[0]) == GatewayCommonName
+	return leafCN(info.State.VerifiedChains[0]) == certs.GatewayUser
 }
 
 func leafCN(chain []*x509.Certificate) string {
@@ -70,15 +86,26 @@ func leafCN(chain []*x509.Certificate) string {
 	return chain[0].Subject.CommonName
 }
 
-type ctxKey struct{}
-
-// WithCaller stores c in ctx for handlers.
-func WithCaller(ctx context.Context, c *resourcev1.Caller) context.Context {
-	return context.WithValue(ctx, ctxKey{}, c)
-}
-
-// From returns the Caller stored by WithCaller.
-func From(ctx context.Context) (*resourcev1.Caller, bool) {
-	c, ok := ctx.Value(ctxKey{}).(*resourcev1.Caller)
-	return c, ok && c != nil
+// Incoming returns ctx with the user and audit ID the gateway sent (user.From, audit.IDFrom),
+// for handlers, admission and logs. It fails if identity metadata comes from a peer without
+// the gateway's client certificate.
+func Incoming(ctx context.Context) (context.Context, error) {
+	c, err := FromIncoming(ctx)
+	if err != nil || c == nil {
+		return ctx, err
+	}
+	if c.GetAuditId() != "" {
+		ctx = audit.WithID(ctx, c.GetAuditId())
+	}
+	if c.GetName() == "" {
+		return ctx, nil
+	}
+	u := &user.User{Name: c.GetName(), UID: c.GetUid(), Groups: c.GetGroups()}
+	for k, v := range c.GetExtra() {
+		if u.Extra == nil {
+			u.Extra = map[string][]string{}
+		}
+		u.Extra[k] = v.GetValues()
+	}
+	return user.WithUser(ctx, u), nil
 }

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/audit"
 	"github.com/apichain/apichain/pkg/certs"
+	"github.com/apichain/apichain/pkg/user"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/credentials"
@@ -54,7 +56,7 @@ type plainAuth struct{}
 func (plainAuth) AuthType() string { return "insecure" }
 
 func gatewayPeer(t *testing.T) context.Context {
-	return withTLSPeer(context.Background(), [][]*x509.Certificate{{clientCert(t, GatewayCommonName), testCA.Cert}})
+	return withTLSPeer(context.Background(), [][]*x509.Certificate{{clientCert(t, certs.GatewayUser), testCA.Cert}})
 }
 
 // incomingFromOutgoing moves outgoing metadata to the incoming side, as the transport does.
@@ -96,7 +98,7 @@ func TestOutgoingKeepsExistingMetadata(t *testing.T) {
 }
 
 func TestIsGateway(t *testing.T) {
-	gw := clientCert(t, GatewayCommonName)
+	gw := clientCert(t, certs.GatewayUser)
 	admin := clientCert(t, certs.AdminUser)
 	tests := []struct {
 		name string
@@ -124,7 +126,7 @@ func TestIsGateway(t *testing.T) {
 			return withTLSPeer(context.Background(), [][]*x509.Certificate{{admin, testCA.Cert}})
 		}, false},
 		{"gateway CN only on the CA, not the leaf", func() context.Context {
-			ca, err := certs.NewCA(GatewayCommonName, time.Hour)
+			ca, err := certs.NewCA(certs.GatewayUser, time.Hour)
 			require.NoError(t, err)
 			return withTLSPeer(context.Background(), [][]*x509.Certificate{{admin, ca.Cert}})
 		}, false},
@@ -186,15 +188,26 @@ func TestFromIncoming(t *testing.T) {
 	}
 }
 
-func TestWithCallerAndFrom(t *testing.T) {
-	_, ok := From(context.Background())
-	assert.False(t, ok, "empty context")
+func TestIncomingPutsTheCallerInTheContext(t *testing.T) {
+	// What the gateway's filters established...
+	ctx := audit.WithID(context.Background(), "audit-123")
+	ctx = user.WithUser(ctx, &user.User{Name: "alice", UID: "uid-1", Groups: []string{"devs"}, Extra: map[string][]string{"scopes": {"a", "b"}}})
+	out := Outgoing(context.Background(), ForRequest(ctx))
 
-	_, ok = From(WithCaller(context.Background(), nil))
-	assert.False(t, ok, "nil caller")
-
-	c := testCaller()
-	got, ok := From(WithCaller(context.Background(), c))
+	// ...is what a backend's handler finds.
+	in, err := Incoming(incomingFromOutgoing(t, out, gatewayPeer(t)))
+	require.NoError(t, err)
+	u, ok := user.From(in)
 	require.True(t, ok)
-	assert.Same(t, c, got)
+	assert.Equal(t, &user.User{Name: "alice", UID: "uid-1", Groups: []string{"devs"}, Extra: map[string][]string{"scopes": {"a", "b"}}}, u)
+	assert.Equal(t, "audit-123", audit.IDFrom(in))
+
+	// Without identity metadata there is no user; from another peer, an error.
+	in, err = Incoming(gatewayPeer(t))
+	require.NoError(t, err)
+	_, ok = user.From(in)
+	assert.False(t, ok)
+	admin := withTLSPeer(context.Background(), [][]*x509.Certificate{{clientCert(t, certs.AdminUser), testCA.Cert}})
+	_, err = Incoming(incomingFromOutgoing(t, out, admin))
+	require.ErrorIs(t, err, ErrUntrustedPeer)
 }

@@ -20,3 +20,12 @@ func WantsAggregated(accept string) bool {
 	}
 	return false
 }
+
+// GroupVersion is kube's "group/version", or just "version" for the legacy group: the key
+// by which the gateway routes and backends announce what they serve.
+func GroupVersion(group, version string) string {
+	if group == "" {
+		return version
+	}
+	return group + "/" + version
+}

@@ -156,6 +156,8 @@ func grpcCode(httpStatus int) codes.Code {
 		return codes.DeadlineExceeded
 	case http.StatusMethodNotAllowed:
 		return codes.Unimplemented
+	case http.StatusInternalServerError:
+		return codes.Internal
 	}
 	return codes.Unknown
 }

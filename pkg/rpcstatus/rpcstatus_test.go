@@ -66,7 +66,7 @@ func TestFromKubeToKubeRoundTrip(t *testing.T) {
 		{http.StatusGone, metav1.StatusReasonExpired, codes.NotFound},
 		{http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, codes.InvalidArgument},
 		{http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests, codes.ResourceExhausted},
-		{http.StatusInternalServerError, metav1.StatusReasonInternalError, codes.Unknown},
+		{http.StatusInternalServerError, metav1.StatusReasonInternalError, codes.Internal},
 		{http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, codes.Unavailable},
 	}
 	for _, tt := range tests {

@@ -1,8 +1,8 @@
 // Command gateway runs apichain's front door.
 package main
 
-import "github.com/apichain/apichain/services/gateway/gateway"
+import "github.com/apichain/apichain/services/gateway/app"
 
 func main() {
-	gateway.Main()
+	app.Main()
 }

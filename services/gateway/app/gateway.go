@@ -1,4 +1,4 @@
-package gateway
+package app
 
 import (
 	"context"
@@ -14,16 +14,26 @@ import (
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/certs"
+	"github.com/apichain/apichain/pkg/healthz"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/topology"
+	"github.com/apichain/apichain/services/gateway/authn"
+	"github.com/apichain/apichain/services/gateway/authz"
+	"github.com/apichain/apichain/services/gateway/discovery"
 	"github.com/apichain/apichain/services/gateway/filters"
+	"github.com/apichain/apichain/services/gateway/proxy"
+	"github.com/apichain/apichain/services/gateway/readiness"
+	"github.com/apichain/apichain/services/gateway/reviews"
+	"github.com/apichain/apichain/services/gateway/routing"
+	"github.com/apichain/apichain/services/gateway/startup"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -39,15 +49,18 @@ type Gateway struct {
 	nc         *nats.Conn
 	ln         net.Listener
 	registry   *lifecycle.Registry
-	pool       *connPool
-	router     *router
+	pool       *routing.Pool
+	router     *routing.Router
 	grpc       *grpc.Server
 	health     *health.Server
 	instance   lifecycle.Instance
 	metrics    *prometheus.Registry
 	kubeconfig string
-	authn      filters.Authentication
-	authorizer filters.Authorizer
+	authn      authn.Authentication
+	authorizer authz.Authorizer
+	rest       *proxy.REST
+	documents  *discovery.Documents
+	reviews    *reviews.Handler
 }
 
 // New builds the gateway with pki's certificates (unless the options name others) and binds
@@ -68,8 +81,8 @@ func New(opts *Options, pki *certs.PKI, nc *nats.Conn, log *slog.Logger) (*Gatew
 	if err != nil {
 		return nil, fmt.Errorf("backend client TLS: %w", err)
 	}
-	g.pool = newConnPool(backendTLS)
-	g.router = &router{reg: g.registry, pool: g.pool}
+	g.pool = routing.NewPool(credentials.NewTLS(backendTLS), grpc.WithChainUnaryInterceptor(proxy.CollectWarnings))
+	g.router = routing.NewRouter(g.registry, g.pool)
 
 	g.ln, err = net.Listen("tcp", net.JoinHostPort(opts.BindAddress, strconv.Itoa(opts.SecurePort)))
 	if err != nil {
@@ -138,7 +151,7 @@ func (g *Gateway) writeKubeconfig() error {
 
 func (g *Gateway) buildHandler() (http.Handler, error) {
 	g.grpc = grpc.NewServer()
-	resourcev1.RegisterResourceServiceServer(g.grpc, &resourceProxy{rt: g.router})
+	resourcev1.RegisterResourceServiceServer(g.grpc, proxy.NewGRPC(g.router))
 	lapi := &lifecycleAPI{g: g}
 	lifecyclev1.RegisterLifecycleServiceServer(g.grpc, lapi)
 	healthpb.RegisterHealthServer(g.grpc, g.health)
@@ -146,8 +159,8 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 
 	g.metrics = prometheus.NewRegistry()
 	g.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	g.metrics.MustRegister(newStartupCollector(g))
-	g.router.perInstance = newBackendRequestsMetric(g.metrics)
+	g.metrics.MustRegister(startup.NewCollector(g.startupStates))
+	g.router.CountRequests(g.metrics)
 
 	rest := runtime.NewServeMux()
 	if err := lifecyclev1.RegisterLifecycleServiceHandlerServer(context.Background(), rest, lapi); err != nil {
@@ -155,7 +168,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	}
 
 	mux := http.NewServeMux()
-	g.Server.InstallHealthHandlers(mux, g.remoteChecks)
+	g.Server.InstallHealthHandlers(mux, func() []healthz.Checker { return readiness.RemoteChecks(g.registry) })
 	mux.HandleFunc("GET /version", serveVersion)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -164,21 +177,23 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.Handle("/debug/lifecycle/", rest)
-	mux.HandleFunc("GET /debug/startup", g.serveStartup)
+	mux.Handle("GET /debug/startup", startup.Handler(g.startupStates, g.Log))
 	mux.HandleFunc("/", g.serveDelegated)
 
-	authn := filters.Authentication{Authenticators: []filters.Authenticator{filters.X509Authenticator()}}
+	authentication := authn.Authentication{Authenticators: []authn.Authenticator{authn.X509Authenticator()}}
 	if g.opts.TokenAuthFile != "" {
-		tf, err := filters.LoadTokenFile(g.opts.TokenAuthFile)
+		tf, err := authn.LoadTokenFile(g.opts.TokenAuthFile)
 		if err != nil {
 			return nil, fmt.Errorf("--token-auth-file: %w", err)
 		}
-		authn.Authenticators = append(authn.Authenticators, tf)
+		authentication.Authenticators = append(authentication.Authenticators, tf)
 	}
 	if g.opts.AnonymousAuth {
-		authn.AnonymousPaths = []string{"/healthz", "/livez", "/readyz", "/version"}
+		authentication.AnonymousPaths = []string{"/healthz", "/livez", "/readyz", "/version"}
 	}
-	g.authn, g.authorizer = authn, filters.AlwaysAllow{}
+	g.authn, g.authorizer = authentication, authz.AlwaysAllow{}
+	g.rest, g.documents = proxy.NewREST(g.router), discovery.NewDocuments(g.router)
+	g.reviews = &reviews.Handler{Authn: g.authn, Authorizer: g.authorizer}
 	var retryAfter <-chan struct{}
 	if g.opts.Generic.ShutdownSendRetryAfter {
 		retryAfter = g.Server.Signals().AfterShutdownDelayDuration.Signaled()
@@ -188,7 +203,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 		RequestTimeout:              g.opts.RequestTimeout,
 		MaxRequestsInFlight:         g.opts.MaxRequestsInFlight,
 		MaxMutatingRequestsInFlight: g.opts.MaxMutatingRequestsInFlight,
-		Authentication:              authn,
+		Authentication:              authentication,
 		Authorizer:                  g.authorizer,
 		HSTSDirectives:              g.opts.HSTSDirectives,
 		Metrics:                     filters.NewRequestMetrics(g.metrics),
@@ -206,7 +221,7 @@ func (g *Gateway) addHooks() error {
 		return err
 	}
 	return g.Server.AddPostStartHook("delegation-chain-complete", func(ctx context.Context) error {
-		if err := waitFor(ctx, g.registry, g.router.complete); err != nil {
+		if err := waitFor(ctx, g.registry, g.router.Complete); err != nil {
 			return err
 		}
 		g.Server.Signals().MuxAndDiscoveryComplete.Signal()
@@ -221,7 +236,7 @@ func (g *Gateway) Snapshot() *lifecyclev1.InstanceState {
 
 // Run serves until ctx is done, then shuts down gracefully.
 func (g *Gateway) Run(ctx context.Context) error {
-	defer g.pool.closeAll()
+	defer g.pool.CloseAll()
 	ttl := g.opts.Lifecycle.TTL
 	g.Server.MirrorHealth(g.health, topology.Gateway)
 	g.registry.OnChange(g.retainConns)
@@ -242,7 +257,7 @@ func (g *Gateway) staticAddresses() []string {
 	return out
 }
 
-func (g *Gateway) dial(addr string) (grpc.ClientConnInterface, error) { return g.pool.get(addr) }
+func (g *Gateway) dial(addr string) (grpc.ClientConnInterface, error) { return g.pool.Get(addr) }
 
 // retainConns closes connections to instances that are gone.
 func (g *Gateway) retainConns() {
@@ -253,5 +268,5 @@ func (g *Gateway) retainConns() {
 	for _, a := range g.staticAddresses() {
 		keep[a] = true
 	}
-	g.pool.retain(keep)
+	g.pool.Retain(keep)
 }

@@ -1,7 +1,7 @@
-// Package gateway is apichain's front door: the TLS listener (HTTP/1.1, h2 and gRPC on one
-// port), the filter chain, local routes, readiness gathered from every instance over NATS,
-// and delegation to the backends over gRPC in chain order.
-package gateway
+// Package app assembles the gateway, apichain's front door: its options and process modules,
+// the TLS listener (HTTP/1.1, h2 and gRPC on one port) with the filter chain, the local
+// routes, and the parts that delegate to the backends over gRPC in chain order.
+package app
 
 import (
 	"errors"

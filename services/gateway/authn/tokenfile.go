@@ -1,4 +1,4 @@
-package filters
+package authn
 
 import (
 	"crypto/subtle"
@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"os"
 	"strings"
+
+	"github.com/apichain/apichain/pkg/user"
 )
 
 // TokenFile is kube's static token file: CSV lines "token,user,uid[,\"group1,group2\"]".
 type TokenFile struct {
-	tokens map[string]*User
+	tokens map[string]*user.User
 }
 
 // LoadTokenFile reads path.
@@ -32,7 +34,7 @@ func ParseTokenFile(r io.Reader) (*TokenFile, error) {
 	cr.FieldsPerRecord = -1
 	cr.TrimLeadingSpace = true
 	cr.Comment = '#'
-	tf := &TokenFile{tokens: map[string]*User{}}
+	tf := &TokenFile{tokens: map[string]*user.User{}}
 	for {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -50,7 +52,7 @@ func ParseTokenFile(r io.Reader) (*TokenFile, error) {
 		if rec[0] == "" {
 			return nil, fmt.Errorf("token file line %d: empty token", line)
 		}
-		u := &User{Name: rec[1], UID: rec[2]}
+		u := &user.User{Name: rec[1], UID: rec[2]}
 		if len(rec) > 3 && rec[3] != "" {
 			for _, g := range strings.Split(rec[3], ",") {
 				if g = strings.TrimSpace(g); g != "" {
@@ -65,7 +67,7 @@ func ParseTokenFile(r io.Reader) (*TokenFile, error) {
 // AuthenticateRequest checks the bearer token. The header is read as kube's bearertoken
 // authenticator reads it: "Bearer" (any case), one space, the token up to the next space;
 // an empty token (as in "Bearer  x") is no credential at all.
-func (tf *TokenFile) AuthenticateRequest(r *http.Request) (*User, bool, error) {
+func (tf *TokenFile) AuthenticateRequest(r *http.Request) (*user.User, bool, error) {
 	parts := strings.SplitN(strings.TrimSpace(r.Header.Get("Authorization")), " ", 3)
 	if len(parts) < 2 || strings.ToLower(parts[0]) != "bearer" {
 		return nil, false, nil

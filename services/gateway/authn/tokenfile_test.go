@@ -1,4 +1,4 @@
-package filters
+package authn
 
 import (
 	"encoding/csv"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apichain/apichain/pkg/user"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,37 +18,37 @@ func TestParseTokenFile(t *testing.T) {
 	cases := []struct {
 		name      string
 		input     string
-		want      map[string]User
+		want      map[string]user.User
 		wantErr   string
 		wantErrIs error
 	}{
-		{name: "empty file", input: "", want: map[string]User{}},
+		{name: "empty file", input: "", want: map[string]user.User{}},
 		{name: "minimal line", input: "t1,alice,u1\n",
-			want: map[string]User{"t1": {Name: "alice", UID: "u1"}}},
+			want: map[string]user.User{"t1": {Name: "alice", UID: "u1"}}},
 		{name: "no trailing newline", input: "t1,alice,u1",
-			want: map[string]User{"t1": {Name: "alice", UID: "u1"}}},
+			want: map[string]user.User{"t1": {Name: "alice", UID: "u1"}}},
 		{name: "CRLF", input: "t1,alice,u1\r\nt2,bob,u2\r\n",
-			want: map[string]User{"t1": {Name: "alice", UID: "u1"}, "t2": {Name: "bob", UID: "u2"}}},
+			want: map[string]user.User{"t1": {Name: "alice", UID: "u1"}, "t2": {Name: "bob", UID: "u2"}}},
 		{name: "quoted groups", input: `t1,alice,u1,"system:masters,dev"` + "\n",
-			want: map[string]User{"t1": {Name: "alice", UID: "u1", Groups: []string{"system:masters", "dev"}}}},
+			want: map[string]user.User{"t1": {Name: "alice", UID: "u1", Groups: []string{"system:masters", "dev"}}}},
 		{name: "one unquoted group", input: "t1,alice,u1,dev\n",
-			want: map[string]User{"t1": {Name: "alice", UID: "u1", Groups: []string{"dev"}}}},
+			want: map[string]user.User{"t1": {Name: "alice", UID: "u1", Groups: []string{"dev"}}}},
 		{name: "groups trimmed, empty ones dropped", input: `t1,alice,u1,"dev, ops ,,"` + "\n",
-			want: map[string]User{"t1": {Name: "alice", UID: "u1", Groups: []string{"dev", "ops"}}}},
+			want: map[string]user.User{"t1": {Name: "alice", UID: "u1", Groups: []string{"dev", "ops"}}}},
 		{name: "empty groups column", input: "t1,alice,u1,\n",
-			want: map[string]User{"t1": {Name: "alice", UID: "u1"}}},
+			want: map[string]user.User{"t1": {Name: "alice", UID: "u1"}}},
 		{name: "extra columns ignored", input: "t1,alice,u1,dev,extra,more\n",
-			want: map[string]User{"t1": {Name: "alice", UID: "u1", Groups: []string{"dev"}}}},
+			want: map[string]user.User{"t1": {Name: "alice", UID: "u1", Groups: []string{"dev"}}}},
 		{name: "leading spaces trimmed", input: "t1, alice, u1, \"dev\"\n",
-			want: map[string]User{"t1": {Name: "alice", UID: "u1", Groups: []string{"dev"}}}},
+			want: map[string]user.User{"t1": {Name: "alice", UID: "u1", Groups: []string{"dev"}}}},
 		{name: "comments and blank lines", input: "# tokens\n\nt1,alice,u1\n# t2,bob,u2\n\n",
-			want: map[string]User{"t1": {Name: "alice", UID: "u1"}}},
+			want: map[string]user.User{"t1": {Name: "alice", UID: "u1"}}},
 		{name: "quoted token and user", input: `"t,1","al ice",u1` + "\n",
-			want: map[string]User{"t,1": {Name: "al ice", UID: "u1"}}},
+			want: map[string]user.User{"t,1": {Name: "al ice", UID: "u1"}}},
 		{name: "duplicate token: last wins", input: "t1,alice,u1\nt1,bob,u2\n",
-			want: map[string]User{"t1": {Name: "bob", UID: "u2"}}},
+			want: map[string]user.User{"t1": {Name: "bob", UID: "u2"}}},
 		{name: "empty user and uid allowed", input: "t1,,\n",
-			want: map[string]User{"t1": {}}},
+			want: map[string]user.User{"t1": {}}},
 
 		{name: "too few fields", input: "t1,alice\n", wantErr: "token file line 1: need at least token,user,uid"},
 		{name: "one field", input: "t1\n", wantErr: "token file line 1: need at least token,user,uid"},
@@ -75,7 +76,7 @@ func TestParseTokenFile(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			got := map[string]User{}
+			got := map[string]user.User{}
 			for tok, u := range tf.tokens {
 				got[tok] = *u
 			}
@@ -90,7 +91,7 @@ func TestLoadTokenFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("t1,alice,u1,\"dev\"\n"), 0o600))
 	tf, err := LoadTokenFile(path)
 	require.NoError(t, err)
-	assert.Equal(t, &User{Name: "alice", UID: "u1", Groups: []string{"dev"}}, tf.tokens["t1"])
+	assert.Equal(t, &user.User{Name: "alice", UID: "u1", Groups: []string{"dev"}}, tf.tokens["t1"])
 
 	_, err = LoadTokenFile(filepath.Join(dir, "missing.csv"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
@@ -103,11 +104,11 @@ func TestLoadTokenFile(t *testing.T) {
 func TestTokenFileAuthenticateRequest(t *testing.T) {
 	tf, err := ParseTokenFile(strings.NewReader("t1,alice,u1,\"dev,ops\"\nt2,bob,u2\n"))
 	require.NoError(t, err)
-	alice := &User{Name: "alice", UID: "u1", Groups: []string{"dev", "ops"}}
+	alice := &user.User{Name: "alice", UID: "u1", Groups: []string{"dev", "ops"}}
 	cases := []struct {
 		name    string
 		header  []string // Authorization values
-		want    *User
+		want    *user.User
 		wantErr bool
 	}{
 		{name: "no header"},
@@ -124,7 +125,7 @@ func TestTokenFileAuthenticateRequest(t *testing.T) {
 		{name: "surrounding space", header: []string{"  Bearer t1  "}, want: alice},
 		{name: "trailing words ignored", header: []string{"Bearer t1 extra"}, want: alice},
 		{name: "first header counts", header: []string{"Bearer t1", "Bearer t2"}, want: alice},
-		{name: "other user", header: []string{"Bearer t2"}, want: &User{Name: "bob", UID: "u2"}},
+		{name: "other user", header: []string{"Bearer t2"}, want: &user.User{Name: "bob", UID: "u2"}},
 		{name: "unknown token", header: []string{"Bearer nope"}, wantErr: true},
 		{name: "prefix of a token", header: []string{"Bearer t"}, wantErr: true},
 		{name: "token case matters", header: []string{"Bearer T1"}, wantErr: true},
@@ -161,7 +162,7 @@ func TestTokenFileReturnsCopies(t *testing.T) {
 	u.Groups[0] = "system:masters"
 
 	u2, _, _ := tf.AuthenticateRequest(r)
-	assert.Equal(t, &User{Name: "alice", UID: "u1", Groups: []string{"dev"}}, u2)
+	assert.Equal(t, &user.User{Name: "alice", UID: "u1", Groups: []string{"dev"}}, u2)
 }
 
 func FuzzParseTokenFile(f *testing.F) {

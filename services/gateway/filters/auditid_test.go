@@ -10,6 +10,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/apichain/apichain/pkg/audit"
 )
 
 func TestWithAuditID(t *testing.T) {
@@ -28,16 +30,16 @@ func TestWithAuditID(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var inCtx string
 			h := WithAuditID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				inCtx = AuditIDFrom(r.Context())
+				inCtx = audit.IDFrom(r.Context())
 			}))
 			req := httptest.NewRequest("GET", "/api/v1/pods", nil)
 			if tc.header != "" {
-				req.Header.Set(AuditIDHeader, tc.header)
+				req.Header.Set(audit.IDHeader, tc.header)
 			}
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
 
-			got := rec.Header().Get(AuditIDHeader)
+			got := rec.Header().Get(audit.IDHeader)
 			require.NotEmpty(t, got)
 			assert.Equal(t, got, inCtx, "the context and the response carry the same ID")
 			if tc.wantEchoed {
@@ -52,11 +54,11 @@ func TestWithAuditID(t *testing.T) {
 
 func TestWithAuditIDGeneratesFreshIDs(t *testing.T) {
 	h := WithAuditID(okHandler)
-	a := serve(h, "GET", "/").Header().Get(AuditIDHeader)
-	b := serve(h, "GET", "/").Header().Get(AuditIDHeader)
+	a := serve(h, "GET", "/").Header().Get(audit.IDHeader)
+	b := serve(h, "GET", "/").Header().Get(audit.IDHeader)
 	assert.NotEqual(t, a, b)
 }
 
 func TestAuditIDFromWithoutFilter(t *testing.T) {
-	assert.Empty(t, AuditIDFrom(context.Background()))
+	assert.Empty(t, audit.IDFrom(context.Background()))
 }

@@ -13,6 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/apichain/apichain/pkg/user"
+	"github.com/apichain/apichain/services/gateway/authn"
 )
 
 var unauthorizedStatus = wantStatus{http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized"}
@@ -33,14 +36,14 @@ func verifiedTLS(cn string, orgs ...string) *tls.ConnectionState {
 }
 
 func TestWithAuthentication(t *testing.T) {
-	tf, err := ParseTokenFile(strings.NewReader(authnTokens))
+	tf, err := authn.ParseTokenFile(strings.NewReader(authnTokens))
 	require.NoError(t, err)
 	anonPaths := []string{"/readyz", "/livez", "/healthz", "/version"}
 
 	cases := []struct {
 		name      string
-		authns    []Authenticator // default: token file, then x509
-		anonPaths []string        // default: anonPaths
+		authns    []authn.Authenticator // default: token file, then x509
+		anonPaths []string              // default: anonPaths
 		noAnon    bool
 		path      string
 		authz     string
@@ -50,72 +53,72 @@ func TestWithAuthentication(t *testing.T) {
 	}{
 		// no credentials
 		{name: "api without credentials", path: "/api/v1/namespaces/ns/pods"},
-		{name: "readyz anonymous", path: "/readyz", wantUser: Anonymous, wantGrps: []string{AllUnauthenticated}},
-		{name: "readyz subpath anonymous", path: "/readyz/ping", wantUser: Anonymous, wantGrps: []string{AllUnauthenticated}},
-		{name: "version anonymous", path: "/version", wantUser: Anonymous, wantGrps: []string{AllUnauthenticated}},
+		{name: "readyz anonymous", path: "/readyz", wantUser: user.Anonymous, wantGrps: []string{user.AllUnauthenticated}},
+		{name: "readyz subpath anonymous", path: "/readyz/ping", wantUser: user.Anonymous, wantGrps: []string{user.AllUnauthenticated}},
+		{name: "version anonymous", path: "/version", wantUser: user.Anonymous, wantGrps: []string{user.AllUnauthenticated}},
 		{name: "readyzfoo is not readyz", path: "/readyzfoo"},
 		{name: "root is not anonymous", path: "/"},
 		{name: "anonymous disabled", path: "/readyz", noAnon: true},
 
 		// bearer tokens
 		{name: "valid token", path: "/api/v1/namespaces/ns/pods", authz: "Bearer tok-alice",
-			wantUser: "alice", wantGrps: []string{"dev", "ops", AllAuthenticated}},
+			wantUser: "alice", wantGrps: []string{"dev", "ops", user.AllAuthenticated}},
 		{name: "valid token, no groups", path: "/apis/apps/v1/deployments", authz: "bearer tok-bob",
-			wantUser: "bob", wantGrps: []string{AllAuthenticated}},
+			wantUser: "bob", wantGrps: []string{user.AllAuthenticated}},
 		{name: "valid token on an anonymous path", path: "/readyz", authz: "Bearer tok-bob",
-			wantUser: "bob", wantGrps: []string{AllAuthenticated}},
+			wantUser: "bob", wantGrps: []string{user.AllAuthenticated}},
 		{name: "invalid token", path: "/api/v1/namespaces/ns/pods", authz: "Bearer nope"},
 		{name: "invalid token is never anonymous", path: "/readyz", authz: "Bearer nope"},
 		{name: "empty token is no credential", path: "/readyz", authz: "Bearer  tok-alice",
-			wantUser: Anonymous, wantGrps: []string{AllUnauthenticated}},
+			wantUser: user.Anonymous, wantGrps: []string{user.AllUnauthenticated}},
 		{name: "basic auth is not ours", path: "/api/v1/pods", authz: "Basic YWxpY2U6cHc="},
 
 		// client certificates
 		{name: "x509 user and groups", path: "/api/v1/pods", tls: verifiedTLS("carol", "team-a", "team-b"),
-			wantUser: "carol", wantGrps: []string{"team-a", "team-b", AllAuthenticated}},
+			wantUser: "carol", wantGrps: []string{"team-a", "team-b", user.AllAuthenticated}},
 		{name: "x509 without O", path: "/api/v1/pods", tls: verifiedTLS("dave"),
-			wantUser: "dave", wantGrps: []string{AllAuthenticated}},
+			wantUser: "dave", wantGrps: []string{user.AllAuthenticated}},
 		{name: "x509 without CN", path: "/api/v1/pods", tls: verifiedTLS("", "team-a")},
 		{name: "unverified certificate", path: "/api/v1/pods",
 			tls: &tls.ConnectionState{PeerCertificates: verifiedTLS("eve").PeerCertificates}},
-		{name: "x509 already in system:authenticated", path: "/api/v1/pods", tls: verifiedTLS("frank", AllAuthenticated),
-			wantUser: "frank", wantGrps: []string{AllAuthenticated}},
-		{name: "x509 in system:masters", path: "/api/v1/pods", tls: verifiedTLS("root", SystemPrivilegedGrp),
-			wantUser: "root", wantGrps: []string{SystemPrivilegedGrp, AllAuthenticated}},
+		{name: "x509 already in system:authenticated", path: "/api/v1/pods", tls: verifiedTLS("frank", user.AllAuthenticated),
+			wantUser: "frank", wantGrps: []string{user.AllAuthenticated}},
+		{name: "x509 in system:masters", path: "/api/v1/pods", tls: verifiedTLS("root", user.SystemPrivilegedGroup),
+			wantUser: "root", wantGrps: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}},
 
 		// several authenticators, as kube's union
 		{name: "token wins when first", path: "/api/v1/pods", authz: "Bearer tok-alice", tls: verifiedTLS("carol"),
-			wantUser: "alice", wantGrps: []string{"dev", "ops", AllAuthenticated}},
+			wantUser: "alice", wantGrps: []string{"dev", "ops", user.AllAuthenticated}},
 		{name: "bad token, then a good certificate", path: "/api/v1/pods", authz: "Bearer nope", tls: verifiedTLS("carol"),
-			wantUser: "carol", wantGrps: []string{AllAuthenticated}},
+			wantUser: "carol", wantGrps: []string{user.AllAuthenticated}},
 		{name: "certificate first", path: "/api/v1/pods", authz: "Bearer tok-alice", tls: verifiedTLS("carol"),
-			authns:   []Authenticator{X509Authenticator(), tf},
-			wantUser: "carol", wantGrps: []string{AllAuthenticated}},
+			authns:   []authn.Authenticator{authn.X509Authenticator(), tf},
+			wantUser: "carol", wantGrps: []string{user.AllAuthenticated}},
 		{name: "an erroring authenticator does not stop the chain", path: "/api/v1/pods", authz: "Bearer tok-bob",
-			authns: []Authenticator{AuthenticatorFunc(func(*http.Request) (*User, bool, error) {
+			authns: []authn.Authenticator{authn.AuthenticatorFunc(func(*http.Request) (*user.User, bool, error) {
 				return nil, false, errors.New("backend down")
 			}), tf},
-			wantUser: "bob", wantGrps: []string{AllAuthenticated}},
-		{name: "no authenticators", path: "/api/v1/pods", authz: "Bearer tok-bob", authns: []Authenticator{}},
+			wantUser: "bob", wantGrps: []string{user.AllAuthenticated}},
+		{name: "no authenticators", path: "/api/v1/pods", authz: "Bearer tok-bob", authns: []authn.Authenticator{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			authns := tc.authns
 			if authns == nil {
-				authns = []Authenticator{tf, X509Authenticator()}
+				authns = []authn.Authenticator{tf, authn.X509Authenticator()}
 			}
 			paths := anonPaths
 			if tc.noAnon {
 				paths = nil
 			}
-			var gotUser *User
+			var gotUser *user.User
 			var gotAuthz []string
 			called := false
 			h := WithAuthentication(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				called = true
-				gotUser, _ = UserFrom(r.Context())
+				gotUser, _ = user.From(r.Context())
 				gotAuthz = r.Header.Values("Authorization")
-			}), Authentication{Authenticators: authns, AnonymousPaths: paths}, discardLog)
+			}), authn.Authentication{Authenticators: authns, AnonymousPaths: paths}, discardLog)
 
 			req := httptest.NewRequest("GET", tc.path, nil)
 			if tc.authz != "" {
@@ -134,7 +137,7 @@ func TestWithAuthentication(t *testing.T) {
 			require.NotNil(t, gotUser)
 			assert.Equal(t, tc.wantUser, gotUser.Name)
 			assert.Equal(t, tc.wantGrps, gotUser.Groups)
-			if tc.wantUser != Anonymous {
+			if tc.wantUser != user.Anonymous {
 				assert.Empty(t, gotAuthz, "credentials are stripped once authenticated")
 			}
 		})
@@ -142,13 +145,13 @@ func TestWithAuthentication(t *testing.T) {
 }
 
 func TestWithAuthenticationTokenUserDetails(t *testing.T) {
-	tf, err := ParseTokenFile(strings.NewReader(authnTokens))
+	tf, err := authn.ParseTokenFile(strings.NewReader(authnTokens))
 	require.NoError(t, err)
-	var got []*User
+	var got []*user.User
 	h := WithAuthentication(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, _ := UserFrom(r.Context())
+		u, _ := user.From(r.Context())
 		got = append(got, u)
-	}), Authentication{Authenticators: []Authenticator{tf}}, discardLog)
+	}), authn.Authentication{Authenticators: []authn.Authenticator{tf}}, discardLog)
 
 	for range 2 {
 		req := httptest.NewRequest("GET", "/api/v1/pods", nil)
@@ -157,38 +160,15 @@ func TestWithAuthenticationTokenUserDetails(t *testing.T) {
 	}
 	require.Len(t, got, 2)
 	for _, u := range got {
-		assert.Equal(t, &User{Name: "alice", UID: "uid-alice", Groups: []string{"dev", "ops", AllAuthenticated}}, u)
+		assert.Equal(t, &user.User{Name: "alice", UID: "uid-alice", Groups: []string{"dev", "ops", user.AllAuthenticated}}, u)
 	}
 	// The token file's own record is not modified by the group added per request.
-	assert.Equal(t, []string{"dev", "ops"}, tf.tokens["tok-alice"].Groups)
-}
-
-func TestWithAuthenticatedGroup(t *testing.T) {
-	shared := make([]string, 1, 4) // spare capacity an append could scribble over
-	shared[0] = "g"
-	cases := []struct {
-		name string
-		in   *User
-		want []string
-		same bool // returned as is
-	}{
-		{"added", &User{Name: "u", Groups: []string{"g"}}, []string{"g", AllAuthenticated}, false},
-		{"no groups", &User{Name: "u"}, []string{AllAuthenticated}, false},
-		{"already there", &User{Name: "u", Groups: []string{AllAuthenticated, "g"}}, []string{AllAuthenticated, "g"}, true},
-		{"unauthenticated group", &User{Name: "u", Groups: []string{AllUnauthenticated}}, []string{AllUnauthenticated}, true},
-		{"anonymous user", &User{Name: Anonymous}, nil, true},
-		{"spare capacity", &User{Name: "u", Groups: shared}, []string{"g", AllAuthenticated}, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			before := append([]string(nil), tc.in.Groups...)
-			got := WithAuthenticatedGroup(tc.in)
-			assert.Equal(t, tc.want, got.Groups)
-			assert.Equal(t, tc.same, got == tc.in)
-			assert.Equal(t, before, tc.in.Groups, "the input user is not modified")
-		})
-	}
-	assert.Equal(t, []string{"g", ""}, shared[:2], "the shared backing array is untouched")
+	req := httptest.NewRequest("GET", "/", nil)
+	req.Header.Set("Authorization", "Bearer tok-alice")
+	u, ok, err := tf.AuthenticateRequest(req)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, []string{"dev", "ops"}, u.Groups)
 }
 
 func TestAnonymousAllowed(t *testing.T) {

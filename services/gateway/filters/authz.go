@@ -6,28 +6,19 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/apichain/apichain/pkg/requestinfo"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/apichain/apichain/pkg/requestinfo"
+	"github.com/apichain/apichain/pkg/user"
+	"github.com/apichain/apichain/services/gateway/authz"
 )
 
-// Authorizer decides whether user may do what the request info says.
-type Authorizer interface {
-	Authorize(u *User, info *requestinfo.RequestInfo) (allowed bool, reason string)
-}
-
-// AlwaysAllow allows every authenticated request, and anonymous ones only where
-// authentication let them through (health and version).
-type AlwaysAllow struct{}
-
-// Authorize allows.
-func (AlwaysAllow) Authorize(*User, *requestinfo.RequestInfo) (bool, string) { return true, "" }
-
 // WithAuthorization rejects what the authorizer does not allow with kube's 403 Status.
-func WithAuthorization(next http.Handler, a Authorizer) http.Handler {
+func WithAuthorization(next http.Handler, a authz.Authorizer) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, _ := UserFrom(r.Context())
+		u, _ := user.From(r.Context())
 		info, _ := requestinfo.From(r.Context())
 		if u == nil || info == nil {
 			WriteError(w, http.StatusForbidden, metav1.StatusReasonForbidden, "forbidden: no user or request info")
@@ -47,7 +38,7 @@ var forbiddenSanitizer = strings.NewReplacer(`&`, "&amp;", `<`, "&lt;", `>`, "&g
 // forbiddenStatus is kube's 403 (responsewriters.Forbidden): the message of
 // apierrors.NewForbidden for the request's group, resource and name, wrapping
 // "User %q cannot <verb> ..." and the authorizer's reason.
-func forbiddenStatus(u *User, info *requestinfo.RequestInfo, reason string) *metav1.Status {
+func forbiddenStatus(u *user.User, info *requestinfo.RequestInfo, reason string) *metav1.Status {
 	msg := forbiddenSanitizer.Replace(forbiddenMessage(u, info))
 	if reason != "" {
 		msg += ": " + reason
@@ -58,7 +49,7 @@ func forbiddenStatus(u *User, info *requestinfo.RequestInfo, reason string) *met
 	return &st
 }
 
-func forbiddenMessage(u *User, info *requestinfo.RequestInfo) string {
+func forbiddenMessage(u *user.User, info *requestinfo.RequestInfo) string {
 	if !info.IsResourceRequest {
 		return fmt.Sprintf("User %q cannot %s path %q", u.Name, info.Verb, info.Path)
 	}

@@ -5,30 +5,33 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/apichain/apichain/pkg/requestinfo"
+	"github.com/apichain/apichain/pkg/user"
+	"github.com/apichain/apichain/services/gateway/authz"
 )
 
-type authorizerFunc func(*User, *requestinfo.RequestInfo) (bool, string)
+type authorizerFunc func(*user.User, *requestinfo.RequestInfo) (bool, string)
 
-func (f authorizerFunc) Authorize(u *User, info *requestinfo.RequestInfo) (bool, string) {
+func (f authorizerFunc) Authorize(u *user.User, info *requestinfo.RequestInfo) (bool, string) {
 	return f(u, info)
 }
 
-func denyAll(reason string) Authorizer {
-	return authorizerFunc(func(*User, *requestinfo.RequestInfo) (bool, string) { return false, reason })
+func denyAll(reason string) authz.Authorizer {
+	return authorizerFunc(func(*user.User, *requestinfo.RequestInfo) (bool, string) { return false, reason })
 }
 
 // The 403 messages are kube's (responsewriters.Forbidden wrapped by apierrors.NewForbidden),
 // byte for byte.
 func TestWithAuthorizationDenies(t *testing.T) {
-	bob := &User{Name: "bob", Groups: []string{AllAuthenticated}}
+	bob := &user.User{Name: "bob", Groups: []string{user.AllAuthenticated}}
 	cases := []struct {
 		name           string
 		method, target string
-		user           *User
+		user           *user.User
 		reason         string
 		message        string
 		details        *metav1.StatusDetails
@@ -85,7 +88,7 @@ func TestWithAuthorizationDenies(t *testing.T) {
 		},
 		{
 			name: "anonymous", method: "GET", target: "/api/v1/namespaces/ns/secrets/s",
-			user:    &User{Name: Anonymous, Groups: []string{AllUnauthenticated}},
+			user:    &user.User{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}},
 			message: `secrets "s" is forbidden: User "system:anonymous" cannot get resource "secrets" in API group "" in the namespace "ns"`,
 			details: &metav1.StatusDetails{Kind: "secrets", Name: "s"},
 		},
@@ -97,7 +100,7 @@ func TestWithAuthorizationDenies(t *testing.T) {
 		},
 		{
 			name: "HTML is escaped, the reason is not", method: "GET", target: "/healthz",
-			user: &User{Name: "<b>&co</b>"}, reason: "<why>",
+			user: &user.User{Name: "<b>&co</b>"}, reason: "<why>",
 			message: `forbidden: User "&lt;b&gt;&amp;co&lt;/b&gt;" cannot get path "/healthz": <why>`,
 			details: &metav1.StatusDetails{},
 		},
@@ -121,14 +124,14 @@ func TestWithAuthorizationDenies(t *testing.T) {
 }
 
 func TestWithAuthorizationAllows(t *testing.T) {
-	var gotUser *User
+	var gotUser *user.User
 	var gotInfo *requestinfo.RequestInfo
-	authz := authorizerFunc(func(u *User, info *requestinfo.RequestInfo) (bool, string) {
+	authorizer := authorizerFunc(func(u *user.User, info *requestinfo.RequestInfo) (bool, string) {
 		gotUser, gotInfo = u, info
 		return true, ""
 	})
-	alice := &User{Name: "alice"}
-	h := withInfo(withTestUser(WithAuthorization(okHandler, authz), alice))
+	alice := &user.User{Name: "alice"}
+	h := withInfo(withTestUser(WithAuthorization(okHandler, authorizer), alice))
 	rec := serve(h, "PATCH", "/apis/apps/v1/namespaces/ns/deployments/d")
 	assert.Equal(t, http.StatusOK, rec.Code)
 	assert.Same(t, alice, gotUser)
@@ -137,15 +140,15 @@ func TestWithAuthorizationAllows(t *testing.T) {
 	assert.Equal(t, "deployments", gotInfo.Resource)
 	assert.Equal(t, "d", gotInfo.Name)
 
-	rec = serve(withInfo(withTestUser(WithAuthorization(okHandler, AlwaysAllow{}), alice)), "DELETE", "/api/v1/nodes/n")
+	rec = serve(withInfo(withTestUser(WithAuthorization(okHandler, authz.AlwaysAllow{}), alice)), "DELETE", "/api/v1/nodes/n")
 	assert.Equal(t, http.StatusOK, rec.Code)
 }
 
 // Without a user or request info the chain is miswired; nothing gets through.
 func TestWithAuthorizationMissingContext(t *testing.T) {
 	cases := map[string]http.Handler{
-		"no user":         withInfo(WithAuthorization(okHandler, AlwaysAllow{})),
-		"no request info": withTestUser(WithAuthorization(okHandler, AlwaysAllow{}), &User{Name: "alice"}),
+		"no user":         withInfo(WithAuthorization(okHandler, authz.AlwaysAllow{})),
+		"no request info": withTestUser(WithAuthorization(okHandler, authz.AlwaysAllow{}), &user.User{Name: "alice"}),
 	}
 	for name, h := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/pkg/server"
+	"github.com/apichain/apichain/services/gateway/authn"
+	"github.com/apichain/apichain/services/gateway/authz"
 )
 
 // ChainConfig is what the filters need.
@@ -15,8 +17,8 @@ type ChainConfig struct {
 	RequestTimeout              time.Duration
 	MaxRequestsInFlight         int
 	MaxMutatingRequestsInFlight int
-	Authentication              Authentication
-	Authorizer                  Authorizer
+	Authentication              authn.Authentication
+	Authorizer                  authz.Authorizer
 	HSTSDirectives              string
 	// Metrics counts every request (nil: not counted).
 	Metrics  *RequestMetrics

@@ -13,13 +13,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apichain/apichain/pkg/requestinfo"
-	"github.com/apichain/apichain/pkg/server"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/apichain/apichain/pkg/audit"
+	"github.com/apichain/apichain/pkg/requestinfo"
+	"github.com/apichain/apichain/pkg/server"
+	"github.com/apichain/apichain/pkg/user"
+	"github.com/apichain/apichain/services/gateway/authn"
 )
 
 // TestMain fails the package if any test leaves a goroutine behind, e.g. a handler the
@@ -42,9 +46,9 @@ func withInfo(h http.Handler) http.Handler {
 }
 
 // withTestUser puts u in the context, standing in for authentication.
-func withTestUser(h http.Handler, u *User) http.Handler {
+func withTestUser(h http.Handler, u *user.User) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(WithUser(r.Context(), u)))
+		h.ServeHTTP(w, r.WithContext(user.WithUser(r.Context(), u)))
 	})
 }
 
@@ -149,7 +153,7 @@ type chainFixture struct {
 
 type seenRequest struct {
 	info        *requestinfo.RequestInfo
-	user        *User
+	user        *user.User
 	auditID     string
 	authz       string
 	hasDeadline bool
@@ -159,7 +163,7 @@ const chainTokens = "tok-alice,alice,uid-alice,\"dev\"\ntok-bob,bob,uid-bob\n"
 
 func newChain(t *testing.T) *chainFixture {
 	t.Helper()
-	tf, err := ParseTokenFile(strings.NewReader(chainTokens))
+	tf, err := authn.ParseTokenFile(strings.NewReader(chainTokens))
 	require.NoError(t, err)
 	f := &chainFixture{
 		wg:      &server.SafeWaitGroup{},
@@ -171,9 +175,9 @@ func newChain(t *testing.T) *chainFixture {
 	t.Cleanup(f.unblock)
 	final := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info, _ := requestinfo.From(r.Context())
-		u, _ := UserFrom(r.Context())
+		u, _ := user.From(r.Context())
 		_, dl := r.Context().Deadline()
-		f.seen <- seenRequest{info: info, user: u, auditID: AuditIDFrom(r.Context()),
+		f.seen <- seenRequest{info: info, user: u, auditID: audit.IDFrom(r.Context()),
 			authz: r.Header.Get("Authorization"), hasDeadline: dl}
 		switch info.Name {
 		case "boom":
@@ -184,7 +188,7 @@ func newChain(t *testing.T) *chainFixture {
 		_, _ = io.WriteString(w, "ok")
 	})
 	// bob may do nothing but health checks; everyone else what authentication let through.
-	authz := authorizerFunc(func(u *User, info *requestinfo.RequestInfo) (bool, string) {
+	authorizer := authorizerFunc(func(u *user.User, info *requestinfo.RequestInfo) (bool, string) {
 		return u.Name != "bob" || !info.IsResourceRequest, ""
 	})
 	f.h = BuildHandlerChain(final, ChainConfig{
@@ -192,11 +196,11 @@ func newChain(t *testing.T) *chainFixture {
 		RequestTimeout:              time.Hour,
 		MaxRequestsInFlight:         10,
 		MaxMutatingRequestsInFlight: 10,
-		Authentication: Authentication{
-			Authenticators: []Authenticator{tf, X509Authenticator()},
+		Authentication: authn.Authentication{
+			Authenticators: []authn.Authenticator{tf, authn.X509Authenticator()},
 			AnonymousPaths: []string{"/readyz", "/livez", "/healthz", "/version"},
 		},
-		Authorizer:     authz,
+		Authorizer:     authorizer,
 		HSTSDirectives: "max-age=31536000",
 		InFlight:       f.wg,
 		RetryAfter:     f.retry,
@@ -241,7 +245,7 @@ func (f *chainFixture) do(method, target, token, auditID string) *httptest.Respo
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	if auditID != "" {
-		req.Header.Set(AuditIDHeader, auditID)
+		req.Header.Set(audit.IDHeader, auditID)
 	}
 	rec := httptest.NewRecorder()
 	f.h.ServeHTTP(rec, req)
@@ -251,7 +255,7 @@ func (f *chainFixture) do(method, target, token, auditID string) *httptest.Respo
 // requireOuterHeaders checks what the outer filters add to every answer, even errors.
 func requireOuterHeaders(t *testing.T, rec *httptest.ResponseRecorder, auditID string) {
 	t.Helper()
-	assert.Equal(t, auditID, rec.Header().Get(AuditIDHeader))
+	assert.Equal(t, auditID, rec.Header().Get(audit.IDHeader))
 	assert.Equal(t, "no-cache, private", rec.Header().Get("Cache-Control"))
 	assert.Equal(t, "max-age=31536000", rec.Header().Get("Strict-Transport-Security"))
 }
@@ -292,12 +296,12 @@ func TestChainFinalHandlerSeesRequestInfoUserAndAuditID(t *testing.T) {
 
 	require.NotNil(t, seen.user)
 	assert.Equal(t, "alice", seen.user.Name)
-	assert.Equal(t, []string{"dev", AllAuthenticated}, seen.user.Groups)
+	assert.Equal(t, []string{"dev", user.AllAuthenticated}, seen.user.Groups)
 	assert.Empty(t, seen.authz, "Authorization must be stripped before the handler")
 	assert.True(t, seen.hasDeadline, "non-long-running requests get a deadline")
 
 	assert.NotEmpty(t, seen.auditID)
-	assert.Equal(t, seen.auditID, rec.Header().Get(AuditIDHeader))
+	assert.Equal(t, seen.auditID, rec.Header().Get(audit.IDHeader))
 }
 
 func TestChainWatchHasNoDeadline(t *testing.T) {
@@ -371,7 +375,7 @@ func TestChainRejections(t *testing.T) {
 			rec := f.do(tc.method, tc.target, tc.token, "id-"+tc.name)
 			requireRecStatus(t, rec, tc.want)
 			if tc.beforeHeaders {
-				assert.Equal(t, "id-"+tc.name, rec.Header().Get(AuditIDHeader))
+				assert.Equal(t, "id-"+tc.name, rec.Header().Get(audit.IDHeader))
 				assert.Empty(t, rec.Header().Get("Cache-Control"))
 				assert.Empty(t, rec.Header().Get("Strict-Transport-Security"))
 			} else {
@@ -399,7 +403,7 @@ func TestChainHealthDuringShutdown(t *testing.T) {
 	rec := f.do("GET", "/readyz", "", "")
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	seen := recv(t, f.seen, "final handler")
-	assert.Equal(t, Anonymous, seen.user.Name)
+	assert.Equal(t, user.Anonymous, seen.user.Name)
 }
 
 func TestChainHandlerTimeout(t *testing.T) {
@@ -439,7 +443,7 @@ func TestChainOverTheWire(t *testing.T) {
 	resp, body := get("/api/v1/namespaces/ns/pods/boom")
 	requireStatus(t, resp.StatusCode, resp.Header, body, wantStatus{http.StatusInternalServerError,
 		metav1.StatusReasonInternalError, "This request caused apiserver to panic. Look in the logs for details."})
-	assert.NotEmpty(t, resp.Header.Get(AuditIDHeader))
+	assert.NotEmpty(t, resp.Header.Get(audit.IDHeader))
 
 	resp, body = get("/api/v1/namespaces/ns/pods/p")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)

@@ -4,8 +4,10 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/apichain/apichain/pkg/requestinfo"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/apichain/apichain/pkg/requestinfo"
+	"github.com/apichain/apichain/pkg/user"
 )
 
 var readOnlyVerbs = map[string]bool{"get": true, "list": true, "watch": true}
@@ -29,7 +31,7 @@ func WithMaxInFlightLimit(next http.Handler, readOnly, mutating int) http.Handle
 		if !sem.tryAcquire() {
 			// As kube: system:masters (super-admins and the loopback client) always get an
 			// answer rather than a 429.
-			if u, ok := UserFrom(r.Context()); ok && slices.Contains(u.Groups, SystemPrivilegedGrp) {
+			if u, ok := user.From(r.Context()); ok && slices.Contains(u.Groups, user.SystemPrivilegedGroup) {
 				next.ServeHTTP(w, r)
 				return
 			}

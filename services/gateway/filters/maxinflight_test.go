@@ -7,9 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/apichain/apichain/pkg/requestinfo"
+	"github.com/apichain/apichain/pkg/user"
 )
 
 var tooManyStatus = wantStatus{http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests,
@@ -35,7 +37,7 @@ func TestWithMaxInFlightLimit(t *testing.T) {
 		name               string
 		readOnly, mutating int
 		fill               []reqSpec // held in the handler
-		user               *User
+		user               *user.User
 		allowed, rejected  []reqSpec // tried while the fill is held
 	}{
 		{
@@ -69,7 +71,7 @@ func TestWithMaxInFlightLimit(t *testing.T) {
 		},
 		{
 			name: "system:masters is never limited", readOnly: 1, mutating: 1,
-			user:    &User{Name: "admin", Groups: []string{SystemPrivilegedGrp, AllAuthenticated}},
+			user:    &user.User{Name: "admin", Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}},
 			fill:    []reqSpec{listPods, createPod},
 			allowed: []reqSpec{listPods, createPod},
 		},
@@ -85,11 +87,11 @@ func TestWithMaxInFlightLimit(t *testing.T) {
 				}
 				okHandler(w, r)
 			})
-			user := tc.user
-			if user == nil {
-				user = &User{Name: "alice", Groups: []string{AllAuthenticated}}
+			u := tc.user
+			if u == nil {
+				u = &user.User{Name: "alice", Groups: []string{user.AllAuthenticated}}
 			}
-			h := withInfo(withTestUser(WithMaxInFlightLimit(inner, tc.readOnly, tc.mutating), user))
+			h := withInfo(withTestUser(WithMaxInFlightLimit(inner, tc.readOnly, tc.mutating), u))
 
 			var held []<-chan *httptest.ResponseRecorder
 			for _, f := range tc.fill {

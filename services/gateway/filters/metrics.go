@@ -5,8 +5,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/apichain/apichain/pkg/requestinfo"
 )
 
 // RequestMetrics are kube's apiserver_request_total and apiserver_request_duration_seconds,

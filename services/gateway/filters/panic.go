@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/apichain/apichain/pkg/audit"
 )
 
 // WithPanicRecovery turns a handler panic into a 500 Status and keeps the server serving.
@@ -22,7 +24,7 @@ func WithPanicRecovery(next http.Handler, log *slog.Logger) http.Handler {
 				panic(rec)
 			}
 			log.Error("request handler panicked", "method", r.Method, "path", r.URL.Path,
-				"auditID", AuditIDFrom(r.Context()), "panic", rec, "stack", string(debug.Stack()))
+				"auditID", audit.IDFrom(r.Context()), "panic", rec, "stack", string(debug.Stack()))
 			WriteError(w, http.StatusInternalServerError, metav1.StatusReasonInternalError,
 				"This request caused apiserver to panic. Look in the logs for details.")
 		}()

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/apichain/apichain/pkg/audit"
 )
 
 var panicStatus = wantStatus{http.StatusInternalServerError, metav1.StatusReasonInternalError,
@@ -39,12 +41,12 @@ func TestWithPanicRecovery(t *testing.T) {
 			log := slog.New(slog.NewTextHandler(&logs, nil))
 			h := WithAuditID(WithPanicRecovery(panicking(tc.value), log))
 			req := httptest.NewRequest("GET", "/api/v1/namespaces/ns/pods", nil)
-			req.Header.Set(AuditIDHeader, "audit-42")
+			req.Header.Set(audit.IDHeader, "audit-42")
 			rec := httptest.NewRecorder()
 			require.NotPanics(t, func() { h.ServeHTTP(rec, req) })
 
 			requireRecStatus(t, rec, panicStatus)
-			assert.Equal(t, "audit-42", rec.Header().Get(AuditIDHeader))
+			assert.Equal(t, "audit-42", rec.Header().Get(audit.IDHeader))
 			assert.Contains(t, logs.String(), "request handler panicked")
 			assert.Contains(t, logs.String(), "audit-42")
 			assert.Contains(t, logs.String(), tc.inLog)

@@ -3,8 +3,9 @@ package filters
 import (
 	"net/http"
 
-	"github.com/apichain/apichain/pkg/requestinfo"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/apichain/apichain/pkg/requestinfo"
 )
 
 // WithRequestInfo resolves kube's request info (verb, group, version, namespace, resource,

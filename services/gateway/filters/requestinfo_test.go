@@ -4,10 +4,11 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/apichain/apichain/pkg/requestinfo"
 )
 
 func TestWithRequestInfo(t *testing.T) {

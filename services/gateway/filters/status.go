@@ -6,8 +6,9 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/apichain/apichain/pkg/rpcstatus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/apichain/apichain/pkg/rpcstatus"
 )
 
 // WriteStatus writes a kube Status as JSON with its code.

@@ -3,8 +3,9 @@ package filters
 import (
 	"net/http"
 
-	"github.com/apichain/apichain/pkg/server"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/apichain/apichain/pkg/server"
 )
 
 // WithWaitGroup counts non-long-running requests so shutdown can drain them; once draining

@@ -4,9 +4,10 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/apichain/apichain/pkg/server"
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/apichain/apichain/pkg/server"
 )
 
 var drainingStatus = wantStatus{http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,

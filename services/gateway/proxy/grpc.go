@@ -1,44 +1,38 @@
-package gateway
+package proxy
 
 import (
 	"context"
-	"net/http"
 
-	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/caller"
+	"github.com/apichain/apichain/pkg/discovery"
 	"github.com/apichain/apichain/pkg/rpcstatus"
-	"github.com/apichain/apichain/services/gateway/filters"
+	"github.com/apichain/apichain/services/gateway/routing"
 	"google.golang.org/grpc"
 )
 
-// resourceProxy is the public gRPC ResourceService: gRPC clients reach the gateway's port,
-// pass the same filters as HTTP clients, and are delegated like them.
-type resourceProxy struct {
+// GRPC is the public gRPC ResourceService: gRPC clients reach the gateway's port, pass the
+// same filters as HTTP clients, and are delegated like them.
+type GRPC struct {
 	resourcev1.UnimplementedResourceServiceServer
-	rt *router
+	rt *routing.Router
 }
 
-func gv(ref *resourcev1.ResourceRef) string { return groupVersion(ref.GetGroup(), ref.GetVersion()) }
+// NewGRPC delegates through rt.
+func NewGRPC(rt *routing.Router) *GRPC { return &GRPC{rt: rt} }
+
+func gv(ref *resourcev1.ResourceRef) string {
+	return discovery.GroupVersion(ref.GetGroup(), ref.GetVersion())
+}
 
 // outgoing turns the identity the filters established into backend metadata.
 func outgoing(ctx context.Context) context.Context {
-	c := &resourcev1.Caller{AuditId: filters.AuditIDFrom(ctx)}
-	if u, ok := filters.UserFrom(ctx); ok {
-		c.Name, c.Uid, c.Groups = u.Name, u.UID, u.Groups
-		for k, v := range u.Extra {
-			if c.Extra == nil {
-				c.Extra = map[string]*resourcev1.ExtraValues{}
-			}
-			c.Extra[k] = &resourcev1.ExtraValues{Values: v}
-		}
-	}
-	return caller.Outgoing(ctx, c)
+	return caller.Outgoing(ctx, caller.ForRequest(ctx))
 }
 
 // chainError turns the end of the chain into the kube Status a REST client would get.
 func chainError[T any](resp T, err error) (T, error) {
-	if st := chainStatus(err); st != nil {
+	if st := ChainStatus(err); st != nil {
 		return resp, rpcstatus.FromKube(st)
 	}
 	return resp, err
@@ -48,59 +42,59 @@ func client(c grpc.ClientConnInterface) resourcev1.ResourceServiceClient {
 	return resourcev1.NewResourceServiceClient(c)
 }
 
-func (p *resourceProxy) Get(ctx context.Context, req *resourcev1.GetRequest) (*resourcev1.GetResponse, error) {
-	return chainError(invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.GetResponse, error) {
+func (p *GRPC) Get(ctx context.Context, req *resourcev1.GetRequest) (*resourcev1.GetResponse, error) {
+	return chainError(routing.Invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.GetResponse, error) {
 		return client(c).Get(ctx, req)
 	}))
 }
 
-func (p *resourceProxy) List(ctx context.Context, req *resourcev1.ListRequest) (*resourcev1.ListResponse, error) {
-	return chainError(invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.ListResponse, error) {
+func (p *GRPC) List(ctx context.Context, req *resourcev1.ListRequest) (*resourcev1.ListResponse, error) {
+	return chainError(routing.Invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.ListResponse, error) {
 		return client(c).List(ctx, req)
 	}))
 }
 
-func (p *resourceProxy) Create(ctx context.Context, req *resourcev1.CreateRequest) (*resourcev1.CreateResponse, error) {
+func (p *GRPC) Create(ctx context.Context, req *resourcev1.CreateRequest) (*resourcev1.CreateResponse, error) {
 	wctx, warns := withWarnings(ctx)
 	defer warns.forwardGRPC(ctx)
 	ctx = wctx
-	return chainError(invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.CreateResponse, error) {
+	return chainError(routing.Invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.CreateResponse, error) {
 		return client(c).Create(ctx, req)
 	}))
 }
 
-func (p *resourceProxy) Update(ctx context.Context, req *resourcev1.UpdateRequest) (*resourcev1.UpdateResponse, error) {
+func (p *GRPC) Update(ctx context.Context, req *resourcev1.UpdateRequest) (*resourcev1.UpdateResponse, error) {
 	wctx, warns := withWarnings(ctx)
 	defer warns.forwardGRPC(ctx)
 	ctx = wctx
-	return chainError(invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.UpdateResponse, error) {
+	return chainError(routing.Invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.UpdateResponse, error) {
 		return client(c).Update(ctx, req)
 	}))
 }
 
-func (p *resourceProxy) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*resourcev1.PatchResponse, error) {
+func (p *GRPC) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*resourcev1.PatchResponse, error) {
 	wctx, warns := withWarnings(ctx)
 	defer warns.forwardGRPC(ctx)
 	ctx = wctx
-	return chainError(invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.PatchResponse, error) {
+	return chainError(routing.Invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.PatchResponse, error) {
 		return client(c).Patch(ctx, req)
 	}))
 }
 
-func (p *resourceProxy) Delete(ctx context.Context, req *resourcev1.DeleteRequest) (*resourcev1.DeleteResponse, error) {
-	return chainError(invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.DeleteResponse, error) {
+func (p *GRPC) Delete(ctx context.Context, req *resourcev1.DeleteRequest) (*resourcev1.DeleteResponse, error) {
+	return chainError(routing.Invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.DeleteResponse, error) {
 		return client(c).Delete(ctx, req)
 	}))
 }
 
-func (p *resourceProxy) DeleteCollection(ctx context.Context, req *resourcev1.DeleteCollectionRequest) (*resourcev1.DeleteCollectionResponse, error) {
-	return chainError(invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.DeleteCollectionResponse, error) {
+func (p *GRPC) DeleteCollection(ctx context.Context, req *resourcev1.DeleteCollectionRequest) (*resourcev1.DeleteCollectionResponse, error) {
+	return chainError(routing.Invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.DeleteCollectionResponse, error) {
 		return client(c).DeleteCollection(ctx, req)
 	}))
 }
 
-func (p *resourceProxy) Watch(req *resourcev1.WatchRequest, out grpc.ServerStreamingServer[resourcev1.WatchResponse]) error {
-	in, err := chainError(invoke(outgoing(out.Context()), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
+func (p *GRPC) Watch(req *resourcev1.WatchRequest, out grpc.ServerStreamingServer[resourcev1.WatchResponse]) error {
+	in, err := chainError(routing.Invoke(outgoing(out.Context()), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
 		s, err := client(c).Watch(ctx, req)
 		if err != nil {
 			return nil, err
@@ -137,30 +131,4 @@ func (p *prefetched) Recv() (*resourcev1.WatchResponse, error) {
 		return f, nil
 	}
 	return p.ServerStreamingClient.Recv()
-}
-
-// lifecycleAPI serves the cluster's lifecycle state (also as REST via grpc-gateway at
-// /debug/lifecycle/v1/instances) and the gateway's own state.
-type lifecycleAPI struct {
-	lifecyclev1.UnimplementedLifecycleServiceServer
-	g *Gateway
-}
-
-func (l *lifecycleAPI) GetInstanceState(context.Context, *lifecyclev1.GetInstanceStateRequest) (*lifecyclev1.GetInstanceStateResponse, error) {
-	return &lifecyclev1.GetInstanceStateResponse{State: l.g.Snapshot()}, nil
-}
-
-func (l *lifecycleAPI) ListInstanceStates(context.Context, *lifecyclev1.ListInstanceStatesRequest) (*lifecyclev1.ListInstanceStatesResponse, error) {
-	return &lifecyclev1.ListInstanceStatesResponse{States: l.g.registry.Instances(), Source: string(l.g.registry.Source())}, nil
-}
-
-// grpcHandler sends gRPC calls on the HTTPS port to the gRPC server; the rest to next.
-func grpcHandler(grpcSrv *grpc.Server, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if filters.IsGRPC(r) {
-			grpcSrv.ServeHTTP(w, r)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }

@@ -1,4 +1,4 @@
-package gateway
+package proxy
 
 import (
 	"encoding/json"
@@ -8,42 +8,13 @@ import (
 	"testing"
 
 	"github.com/apichain/apichain/pkg/rpcstatus"
+	"github.com/apichain/apichain/services/gateway/routing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-func TestDocumentGroupVersion(t *testing.T) {
-	tests := []struct {
-		path, want string
-	}{
-		{"/api", "v1"},
-		{"/api/", "v1"},
-		{"/api/v1", "v1"},
-		{"/api/v1/", "v1"},
-		{"/apis/apps/v1", "apps/v1"},
-		{"/apis/apps/v1/", "apps/v1"},
-		{"/apis/apiextensions.k8s.io/v1beta1", "apiextensions.k8s.io/v1beta1"},
-		// No route key: asked down the chain.
-		{"/apis", ""},
-		{"/apis/apps", ""},
-		{"/apis/apps/", ""},
-		{"/api/v1/pods", ""},
-		{"/apis/apps/v1/deployments", ""},
-		{"/openapi/v2", ""},
-		{"/openapi/v3/apis/apps/v1", "apps/v1"},
-		{"/openapi/v3/api/v1", "v1"},
-		{"/", ""},
-		{"", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.path, func(t *testing.T) {
-			assert.Equal(t, tt.want, documentGroupVersion(tt.path))
-		})
-	}
-}
 
 func TestIsAPIPath(t *testing.T) {
 	tests := []struct {
@@ -71,7 +42,7 @@ func TestIsAPIPath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			assert.Equal(t, tt.want, isAPIPath(tt.path))
+			assert.Equal(t, tt.want, IsAPIPath(tt.path))
 		})
 	}
 }
@@ -80,7 +51,7 @@ func TestNotFound(t *testing.T) {
 	for _, path := range []string{"/api/v2", "/apis/nope.example.com", "/apis", "/openapi/v3/apis/x/v1"} {
 		t.Run(path, func(t *testing.T) {
 			rec := httptest.NewRecorder()
-			notFound(rec, httptest.NewRequest(http.MethodGet, path, nil))
+			NotFound(rec, httptest.NewRequest(http.MethodGet, path, nil))
 			assert.Equal(t, http.StatusNotFound, rec.Code)
 			assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
 			var st metav1.Status
@@ -97,7 +68,7 @@ func TestNotFound(t *testing.T) {
 	for _, path := range []string{"/", "/foo", "/apiary", "/openapi", "/ui/index.html"} {
 		t.Run(path, func(t *testing.T) {
 			rec := httptest.NewRecorder()
-			notFound(rec, httptest.NewRequest(http.MethodGet, path, nil))
+			NotFound(rec, httptest.NewRequest(http.MethodGet, path, nil))
 			assert.Equal(t, http.StatusNotFound, rec.Code)
 			assert.Contains(t, rec.Header().Get("Content-Type"), "text/plain")
 			assert.Equal(t, "404 page not found\n", rec.Body.String())
@@ -105,7 +76,7 @@ func TestNotFound(t *testing.T) {
 	}
 }
 
-func TestWriteDelegationError(t *testing.T) {
+func TestWriteError(t *testing.T) {
 	conflict := rpcstatus.NewStatus(http.StatusConflict, metav1.StatusReasonConflict, "the object has been modified")
 	tests := []struct {
 		name       string
@@ -114,8 +85,8 @@ func TestWriteDelegationError(t *testing.T) {
 		reason     metav1.StatusReason
 		retryAfter string
 	}{
-		{"end of chain", errEndOfChain, http.StatusNotFound, metav1.StatusReasonNotFound, ""},
-		{"chain incomplete", errChainIncomplete, http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "1"},
+		{"end of chain", routing.ErrEndOfChain, http.StatusNotFound, metav1.StatusReasonNotFound, ""},
+		{"chain incomplete", routing.ErrChainIncomplete, http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "1"},
 		{"backend kube Status", rpcstatus.FromKube(conflict), http.StatusConflict, metav1.StatusReasonConflict, ""},
 		{"unreachable backend", status.Error(codes.Unavailable, "connection refused"), http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "1"},
 		{"throttled backend", status.Error(codes.ResourceExhausted, "slow down"), http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests, "1"},
@@ -124,7 +95,7 @@ func TestWriteDelegationError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
-			writeDelegationError(rec, tt.err)
+			WriteError(rec, tt.err)
 			assert.Equal(t, int(tt.code), rec.Code)
 			assert.Equal(t, tt.retryAfter, rec.Header().Get("Retry-After"))
 			var st metav1.Status
@@ -137,9 +108,9 @@ func TestWriteDelegationError(t *testing.T) {
 }
 
 func TestChainStatusOnlyForChainErrors(t *testing.T) {
-	assert.Nil(t, chainStatus(nil))
-	assert.Nil(t, chainStatus(errors.New("other")))
-	assert.Nil(t, chainStatus(status.Error(codes.NotFound, "x")))
-	assert.NotNil(t, chainStatus(errEndOfChain))
-	assert.NotNil(t, chainStatus(errChainIncomplete))
+	assert.Nil(t, ChainStatus(nil))
+	assert.Nil(t, ChainStatus(errors.New("other")))
+	assert.Nil(t, ChainStatus(status.Error(codes.NotFound, "x")))
+	assert.NotNil(t, ChainStatus(routing.ErrEndOfChain))
+	assert.NotNil(t, ChainStatus(routing.ErrChainIncomplete))
 }

@@ -1,4 +1,4 @@
-package gateway
+package proxy
 
 import (
 	"context"
@@ -24,9 +24,9 @@ func withWarnings(ctx context.Context) (context.Context, *warnings) {
 	return context.WithValue(ctx, warningsKey{}, w), w
 }
 
-// collectWarnings is the backend connections' interceptor: it reads warnings from each
+// CollectWarnings is the backend connections' interceptor: it reads warnings from each
 // answer's header metadata into the request's collector, if it has one.
-func collectWarnings(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+func CollectWarnings(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	sink, _ := ctx.Value(warningsKey{}).(*warnings)
 	if sink == nil {
 		return invoker(ctx, method, req, reply, cc, opts...)

@@ -1,4 +1,6 @@
-package gateway
+// Package readiness is the gateway's view of the backends' readiness, for its /readyz: per
+// service, how many instances are ready, and each check of theirs by name.
+package readiness
 
 import (
 	"errors"
@@ -13,13 +15,13 @@ import (
 	"github.com/apichain/apichain/pkg/topology"
 )
 
-// remoteChecks are the gateway's readyz checks for the backends, built per request from the
+// RemoteChecks are the gateway's readyz checks for the backends, built per call from the
 // lifecycle registry: "<service>" passes when at least one instance is ready, and each check
 // of the service's instances appears as "<service>/<check>", passing when it passes on some
 // instance, with the hook's duration noted. A check "lifecycle" says where the state comes from.
-func (g *Gateway) remoteChecks() []healthz.Checker {
-	states := g.registry.Instances()
-	out := []healthz.Checker{sourceCheck{g.registry.Source()}}
+func RemoteChecks(reg *lifecycle.Registry) []healthz.Checker {
+	states := reg.Instances()
+	out := []healthz.Checker{sourceCheck{reg.Source()}}
 	for _, svc := range topology.Chain() {
 		var insts []*lifecyclev1.InstanceState
 		for _, st := range states {

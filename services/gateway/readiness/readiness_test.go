@@ -1,4 +1,4 @@
-package gateway
+package readiness
 
 import (
 	"net/http"
@@ -53,13 +53,14 @@ func render(checks []healthz.Checker) []renderedCheck {
 	return out
 }
 
-func gatewayWith(source lifecycle.Source, states ...*lifecyclev1.InstanceState) *Gateway {
+// checksOf is RemoteChecks over a registry holding states, learned from source.
+func checksOf(source lifecycle.Source, states ...*lifecyclev1.InstanceState) func() []healthz.Checker {
 	reg := lifecycle.NewRegistry(time.Hour)
 	reg.SetSource(source)
 	for _, st := range states {
 		reg.Upsert(st, source)
 	}
-	return &Gateway{registry: reg}
+	return func() []healthz.Checker { return RemoteChecks(reg) }
 }
 
 func clusterStates() []*lifecyclev1.InstanceState {
@@ -83,7 +84,7 @@ func clusterStates() []*lifecyclev1.InstanceState {
 }
 
 func TestRemoteChecks(t *testing.T) {
-	got := render(gatewayWith(lifecycle.SourceNATS, clusterStates()...).remoteChecks())
+	got := render(checksOf(lifecycle.SourceNATS, clusterStates()...)())
 	want := []renderedCheck{
 		{Name: "lifecycle", Note: "from NATS"},
 		{Name: "aggregator", Err: "no ready instance of aggregator (0 known)", Note: "0/0 instances ready"},
@@ -111,7 +112,7 @@ func TestRemoteChecksSource(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.source), func(t *testing.T) {
-			got := render(gatewayWith(tt.source).remoteChecks())
+			got := render(checksOf(tt.source)())
 			require.NotEmpty(t, got)
 			assert.Equal(t, renderedCheck{Name: "lifecycle", Note: tt.note}, got[0], "the source check never fails")
 		})
@@ -215,7 +216,7 @@ func TestRemoteChecksVerboseReadyz(t *testing.T) {
 			Checks: []*lifecyclev1.Check{okCheck("poststarthook/rbac-bootstrap")}},
 		{Service: "extensions", InstanceId: "ext-a", Ready: true, Checks: []*lifecyclev1.Check{okCheck("ping")}},
 	}
-	h := healthz.Handler("readyz", gatewayWith(lifecycle.SourceGRPC, states...).remoteChecks)
+	h := healthz.Handler("readyz", checksOf(lifecycle.SourceGRPC, states...))
 
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz?verbose", nil))
@@ -234,10 +235,17 @@ func TestRemoteChecksVerboseReadyz(t *testing.T) {
 	assert.Equal(t, want, rec.Body.String())
 
 	// Without core's instance the service check fails, and readyz with it.
-	h = healthz.Handler("readyz", gatewayWith(lifecycle.SourceNATS, states[0], states[2]).remoteChecks)
+	h = healthz.Handler("readyz", checksOf(lifecycle.SourceNATS, states[0], states[2]))
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz?verbose", nil))
 	assert.Equal(t, http.StatusInternalServerError, rec.Code)
 	assert.Contains(t, rec.Body.String(), "[+]lifecycle ok (from NATS)\n")
 	assert.Contains(t, rec.Body.String(), "[-]core failed: reason withheld\n")
+}
+
+func stateOf(shuttingDown bool) lifecyclev1.State {
+	if shuttingDown {
+		return lifecyclev1.State_STATE_STOPPING
+	}
+	return lifecyclev1.State_STATE_RUNNING
 }

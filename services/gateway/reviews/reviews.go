@@ -1,4 +1,6 @@
-package gateway
+// Package reviews answers kube's review APIs (SelfSubjectReview, TokenReview and the access
+// reviews) in the gateway, which holds the authenticator and the authorizer they ask.
+package reviews
 
 import (
 	"io"
@@ -7,7 +9,11 @@ import (
 	"strings"
 
 	"github.com/apichain/apichain/pkg/requestinfo"
+	"github.com/apichain/apichain/pkg/user"
+	"github.com/apichain/apichain/services/gateway/authn"
+	"github.com/apichain/apichain/services/gateway/authz"
 	"github.com/apichain/apichain/services/gateway/filters"
+	"github.com/apichain/apichain/services/gateway/proxy"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,8 +46,14 @@ var reviews = map[schema.GroupVersionResource]reviewKind{
 	authorizationv1.SchemeGroupVersion.WithResource("selfsubjectrulesreviews"):   {authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectRulesReview"), func() runtime.Object { return &authorizationv1.SelfSubjectRulesReview{} }},
 }
 
-// isReview reports whether the request is a review the gateway answers.
-func isReview(info *requestinfo.RequestInfo) bool {
+// Handler answers the reviews with the gateway's authentication and authorization.
+type Handler struct {
+	Authn      authn.Authentication
+	Authorizer authz.Authorizer
+}
+
+// IsReview reports whether the request is a review the gateway answers.
+func IsReview(info *requestinfo.RequestInfo) bool {
 	if info == nil || !info.IsResourceRequest || info.Verb != "create" || info.Subresource != "" {
 		return false
 	}
@@ -49,9 +61,11 @@ func isReview(info *requestinfo.RequestInfo) bool {
 	return ok
 }
 
-func (g *Gateway) serveReview(w http.ResponseWriter, r *http.Request, info *requestinfo.RequestInfo) {
+// ServeHTTP answers the review the request info names.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	info, _ := requestinfo.From(r.Context())
 	kind := reviews[schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}]
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBodyBytes))
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, proxy.MaxRequestBodyBytes))
 	if err != nil {
 		filters.WriteError(w, http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge, "request entity too large")
 		return
@@ -71,8 +85,8 @@ func (g *Gateway) serveReview(w http.ResponseWriter, r *http.Request, info *requ
 		filters.WriteStatus(w, &apierrors.NewBadRequest(err.Error()).ErrStatus)
 		return
 	}
-	u, _ := filters.UserFrom(r.Context())
-	if err := g.answerReview(r, u, info, obj); err != nil {
+	u, _ := user.From(r.Context())
+	if err := h.answer(r, u, info, obj); err != nil {
 		filters.WriteStatus(w, &apierrors.NewBadRequest(err.Error()).ErrStatus)
 		return
 	}
@@ -111,7 +125,7 @@ func splitAccept(accept string) []string {
 	return out
 }
 
-func (g *Gateway) answerReview(r *http.Request, u *filters.User, info *requestinfo.RequestInfo, obj runtime.Object) error {
+func (h *Handler) answer(r *http.Request, u *user.User, info *requestinfo.RequestInfo, obj runtime.Object) error {
 	switch o := obj.(type) {
 	case *authenticationv1.SelfSubjectReview:
 		o.Status.UserInfo = userInfo(u)
@@ -119,11 +133,11 @@ func (g *Gateway) answerReview(r *http.Request, u *filters.User, info *requestin
 		probe, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "/", nil)
 		probe.Header.Set("Authorization", "Bearer "+o.Spec.Token)
 		o.Status = authenticationv1.TokenReviewStatus{}
-		for _, a := range g.authn.Authenticators {
+		for _, a := range h.Authn.Authenticators {
 			tu, ok, err := a.AuthenticateRequest(probe)
 			if err == nil && ok {
 				o.Status.Authenticated = true
-				o.Status.User = userInfo(filters.WithAuthenticatedGroup(tu))
+				o.Status.User = userInfo(authn.WithAuthenticatedGroup(tu))
 				o.Status.Audiences = o.Spec.Audiences
 				break
 			}
@@ -132,14 +146,14 @@ func (g *Gateway) answerReview(r *http.Request, u *filters.User, info *requestin
 			o.Status.Error = "token not recognized"
 		}
 	case *authorizationv1.SelfSubjectAccessReview:
-		o.Status = g.access(u, o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
+		o.Status = h.access(u, o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
 	case *authorizationv1.SubjectAccessReview:
-		o.Status = g.access(subjectUser(o.Spec), o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
+		o.Status = h.access(subjectUser(o.Spec), o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
 	case *authorizationv1.LocalSubjectAccessReview:
 		if o.Spec.ResourceAttributes != nil && o.Spec.ResourceAttributes.Namespace != info.Namespace {
 			return apierrors.NewBadRequest("spec.resourceAttributes.namespace must match the request namespace")
 		}
-		o.Status = g.access(subjectUser(o.Spec), o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
+		o.Status = h.access(subjectUser(o.Spec), o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
 	case *authorizationv1.SelfSubjectRulesReview:
 		// AlwaysAllow: everything is allowed, and the list is complete.
 		o.Status = authorizationv1.SubjectRulesReviewStatus{
@@ -150,7 +164,7 @@ func (g *Gateway) answerReview(r *http.Request, u *filters.User, info *requestin
 	return nil
 }
 
-func (g *Gateway) access(u *filters.User, ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes) authorizationv1.SubjectAccessReviewStatus {
+func (h *Handler) access(u *user.User, ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes) authorizationv1.SubjectAccessReviewStatus {
 	info := &requestinfo.RequestInfo{}
 	switch {
 	case ra != nil:
@@ -160,11 +174,11 @@ func (g *Gateway) access(u *filters.User, ra *authorizationv1.ResourceAttributes
 	case nra != nil:
 		info.Verb, info.Path = nra.Verb, nra.Path
 	}
-	allowed, reason := g.authorizer.Authorize(u, info)
+	allowed, reason := h.Authorizer.Authorize(u, info)
 	return authorizationv1.SubjectAccessReviewStatus{Allowed: allowed, Denied: !allowed, Reason: reason}
 }
 
-func userInfo(u *filters.User) authenticationv1.UserInfo {
+func userInfo(u *user.User) authenticationv1.UserInfo {
 	if u == nil {
 		return authenticationv1.UserInfo{}
 	}
@@ -178,8 +192,8 @@ func userInfo(u *filters.User) authenticationv1.UserInfo {
 	return out
 }
 
-func subjectUser(spec authorizationv1.SubjectAccessReviewSpec) *filters.User {
-	u := &filters.User{Name: spec.User, UID: spec.UID, Groups: spec.Groups}
+func subjectUser(spec authorizationv1.SubjectAccessReviewSpec) *user.User {
+	u := &user.User{Name: spec.User, UID: spec.UID, Groups: spec.Groups}
 	for k, v := range spec.Extra {
 		if u.Extra == nil {
 			u.Extra = map[string][]string{}

@@ -1,33 +1,34 @@
-package gateway
+package routing
 
 import (
-	"crypto/tls"
 	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 )
 
-// connPool keeps one gRPC connection per backend instance address.
-type connPool struct {
+// Pool keeps one gRPC connection per backend instance address.
+type Pool struct {
 	mu    sync.Mutex
 	creds credentials.TransportCredentials
+	opts  []grpc.DialOption
 	conns map[string]*grpc.ClientConn
 }
 
-func newConnPool(tlsCfg *tls.Config) *connPool {
-	return &connPool{creds: credentials.NewTLS(tlsCfg), conns: map[string]*grpc.ClientConn{}}
+// NewPool dials backends with creds and opts (the gateway adds its interceptors).
+func NewPool(creds credentials.TransportCredentials, opts ...grpc.DialOption) *Pool {
+	return &Pool{creds: creds, opts: opts, conns: map[string]*grpc.ClientConn{}}
 }
 
-// get returns the connection to addr, dialing it (lazily) the first time.
-func (p *connPool) get(addr string) (*grpc.ClientConn, error) {
+// Get returns the connection to addr, dialing it (lazily) the first time.
+func (p *Pool) Get(addr string) (*grpc.ClientConn, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.conns[addr]; ok {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(p.creds), grpc.WithChainUnaryInterceptor(collectWarnings),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	c, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(p.creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20))}, p.opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -35,8 +36,8 @@ func (p *connPool) get(addr string) (*grpc.ClientConn, error) {
 	return c, nil
 }
 
-// retain closes connections to addresses not in keep.
-func (p *connPool) retain(keep map[string]bool) {
+// Retain closes connections to addresses not in keep.
+func (p *Pool) Retain(keep map[string]bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for addr, c := range p.conns {
@@ -47,4 +48,5 @@ func (p *connPool) retain(keep map[string]bool) {
 	}
 }
 
-func (p *connPool) closeAll() { p.retain(nil) }
+// CloseAll closes every connection.
+func (p *Pool) CloseAll() { p.Retain(nil) }

@@ -1,4 +1,8 @@
-package gateway
+// Package routing picks the backend instance a request goes to: from the lifecycle state
+// of every instance, the first service in chain order that serves the request's
+// group/version, one of its ready replicas in turn, and the next replica when one is
+// unreachable. It also keeps the gateway's pooled connections to the instances.
+package routing
 
 import (
 	"context"
@@ -16,48 +20,57 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// errEndOfChain means no delegate serves the request.
-var errEndOfChain = errors.New("no server in the delegation chain serves this request")
+// ErrEndOfChain means no delegate serves the request.
+var ErrEndOfChain = errors.New("no server in the delegation chain serves this request")
 
-// errChainIncomplete means a delegate has not yet installed all its routes, so a miss may be
+// ErrChainIncomplete means a delegate has not yet installed all its routes, so a miss may be
 // temporary (kube answers 503 until MuxAndDiscoveryComplete).
-var errChainIncomplete = errors.New("the delegation chain is not complete yet")
+var ErrChainIncomplete = errors.New("the delegation chain is not complete yet")
 
-// router picks backend instances for a group/version from the lifecycle registry.
-type router struct {
+// Router picks backend instances for a group/version from the lifecycle registry.
+type Router struct {
 	reg  *lifecycle.Registry
-	pool *connPool
+	pool *Pool
 	rr   sync.Map // service -> *atomic.Uint64
 	// perInstance counts requests each backend instance served (nil: not counted).
 	perInstance *prometheus.CounterVec
 }
 
-// newBackendRequestsMetric counts delegated requests per backend instance, so spreading
-// over replicas is visible (instances are few and expire with their lifecycle state).
-func newBackendRequestsMetric(reg prometheus.Registerer) *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+// NewRouter routes by reg's instances over pool's connections.
+func NewRouter(reg *lifecycle.Registry, pool *Pool) *Router {
+	return &Router{reg: reg, pool: pool}
+}
+
+// CountRequests registers apichain_gateway_backend_requests_total, which counts the
+// requests each backend instance served, so spreading over replicas is visible
+// (instances are few and expire with their lifecycle state).
+func (rt *Router) CountRequests(reg prometheus.Registerer) {
+	rt.perInstance = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "apichain_gateway_backend_requests_total",
 		Help: "Requests delegated to each backend instance that served them.",
 	}, []string{"service", "instance"})
-	reg.MustRegister(c)
-	return c
+	reg.MustRegister(rt.perInstance)
 }
 
-func (rt *router) served(t target) {
+// Conn is the pooled connection to addr.
+func (rt *Router) Conn(addr string) (*grpc.ClientConn, error) { return rt.pool.Get(addr) }
+
+func (rt *Router) served(t Target) {
 	if rt.perInstance != nil {
-		rt.perInstance.WithLabelValues(t.service, t.instance).Inc()
+		rt.perInstance.WithLabelValues(t.Service, t.Instance).Inc()
 	}
 }
 
-type target struct {
-	service  string
-	instance string
-	addr     string
+// Target is one backend instance.
+type Target struct {
+	Service  string
+	Instance string
+	Addr     string
 }
 
 // plan lists the delegates to try in order. When some service serves gv, only that service's
 // instances are tried (the route table); otherwise every service, in chain order.
-func (rt *router) plan(gv string) []target {
+func (rt *Router) plan(gv string) []Target {
 	byService := map[string][]*lifecyclev1.InstanceState{}
 	for _, st := range rt.reg.Instances() {
 		if lifecycle.Routable(st) {
@@ -78,7 +91,7 @@ func (rt *router) plan(gv string) []target {
 			return rt.rotate(svc, serving)
 		}
 	}
-	var out []target
+	var out []Target
 	for _, svc := range topology.Chain() {
 		if insts := byService[svc]; len(insts) > 0 {
 			out = append(out, rt.rotate(svc, insts)[0])
@@ -88,19 +101,19 @@ func (rt *router) plan(gv string) []target {
 }
 
 // rotate orders a service's instances round-robin, so retries go to another replica.
-func (rt *router) rotate(svc string, insts []*lifecyclev1.InstanceState) []target {
+func (rt *Router) rotate(svc string, insts []*lifecyclev1.InstanceState) []Target {
 	c, _ := rt.rr.LoadOrStore(svc, new(atomic.Uint64))
 	start := int(c.(*atomic.Uint64).Add(1))
-	out := make([]target, 0, len(insts))
+	out := make([]Target, 0, len(insts))
 	for i := range insts {
 		st := insts[(start+i)%len(insts)]
-		out = append(out, target{service: svc, instance: st.GetInstanceId(), addr: st.GetAddress()})
+		out = append(out, Target{Service: svc, Instance: st.GetInstanceId(), Addr: st.GetAddress()})
 	}
 	return out
 }
 
-// complete reports whether every backend service has an instance past MuxAndDiscoveryComplete.
-func (rt *router) complete() bool {
+// Complete reports whether every backend service has an instance past MuxAndDiscoveryComplete.
+func (rt *Router) Complete() bool {
 	done := map[string]bool{}
 	for _, st := range rt.reg.Instances() {
 		for _, s := range st.GetSignals() {
@@ -117,19 +130,19 @@ func (rt *router) complete() bool {
 	return true
 }
 
-// invoke calls fn on the delegates for gv in order until one serves the request. An instance
+// Invoke calls fn on the delegates for gv in order until one serves the request. An instance
 // that is unreachable is skipped for the next instance of the same service.
-func invoke[T any](ctx context.Context, rt *router, gv string, fn func(ctx context.Context, conn grpc.ClientConnInterface) (T, error)) (T, error) {
+func Invoke[T any](ctx context.Context, rt *Router, gv string, fn func(ctx context.Context, conn grpc.ClientConnInterface) (T, error)) (T, error) {
 	var zero T
 	skipService := ""
 	// unavailable is the last Unavailable answer: if no delegate serves the request, an
 	// unreachable one might have, so the answer is 503, not the end of the chain's 404.
 	var unavailable error
 	for _, t := range rt.plan(gv) {
-		if t.service == skipService {
+		if t.Service == skipService {
 			continue
 		}
-		conn, err := rt.pool.get(t.addr)
+		conn, err := rt.pool.Get(t.Addr)
 		if err != nil {
 			continue
 		}
@@ -139,7 +152,7 @@ func invoke[T any](ctx context.Context, rt *router, gv string, fn func(ctx conte
 			rt.served(t)
 			return resp, nil
 		case rpcstatus.IsNotServed(err):
-			skipService = t.service
+			skipService = t.Service
 			continue
 		case status.Code(err) == codes.Unavailable && ctx.Err() == nil:
 			unavailable = err
@@ -151,14 +164,14 @@ func invoke[T any](ctx context.Context, rt *router, gv string, fn func(ctx conte
 	if unavailable != nil {
 		return zero, unavailable
 	}
-	if !rt.complete() {
-		return zero, errChainIncomplete
+	if !rt.Complete() {
+		return zero, ErrChainIncomplete
 	}
-	return zero, errEndOfChain
+	return zero, ErrEndOfChain
 }
 
-// anyInstance picks a routable instance of svc.
-func (rt *router) anyInstance(svc string) (target, bool) {
+// AnyInstance picks a routable instance of svc.
+func (rt *Router) AnyInstance(svc string) (Target, bool) {
 	var insts []*lifecyclev1.InstanceState
 	for _, st := range rt.reg.Service(svc) {
 		if lifecycle.Routable(st) {
@@ -166,7 +179,7 @@ func (rt *router) anyInstance(svc string) (target, bool) {
 		}
 	}
 	if len(insts) == 0 {
-		return target{}, false
+		return Target{}, false
 	}
 	return rt.rotate(svc, insts)[0], true
 }

@@ -1,4 +1,4 @@
-package gateway
+package routing
 
 import (
 	"context"
@@ -44,20 +44,20 @@ func (i instance) state() *lifecyclev1.InstanceState {
 
 func addr(svc, id string) string { return svc + "-" + id + ":9090" }
 
-// newTestPool is a connPool without TLS, for fake and in-process plaintext backends.
-func newTestPool(t *testing.T) *connPool {
-	p := &connPool{creds: insecure.NewCredentials(), conns: map[string]*grpc.ClientConn{}}
-	t.Cleanup(p.closeAll)
+// newTestPool is a Pool without TLS, for fake and in-process plaintext backends.
+func newTestPool(t *testing.T) *Pool {
+	p := NewPool(insecure.NewCredentials())
+	t.Cleanup(p.CloseAll)
 	return p
 }
 
-func newTestRouter(t *testing.T, states ...*lifecyclev1.InstanceState) *router {
+func newTestRouter(t *testing.T, states ...*lifecyclev1.InstanceState) *Router {
 	t.Helper()
 	reg := lifecycle.NewRegistry(time.Hour)
 	for _, st := range states {
 		reg.Upsert(st, lifecycle.SourceNATS)
 	}
-	return &router{reg: reg, pool: newTestPool(t)}
+	return NewRouter(reg, newTestPool(t))
 }
 
 func states(insts ...instance) []*lifecyclev1.InstanceState {
@@ -68,18 +68,18 @@ func states(insts ...instance) []*lifecyclev1.InstanceState {
 	return out
 }
 
-func services(ts []target) []string {
+func services(ts []Target) []string {
 	out := make([]string, 0, len(ts))
 	for _, t := range ts {
-		out = append(out, t.service)
+		out = append(out, t.Service)
 	}
 	return out
 }
 
-func addrs(ts []target) []string {
+func addrs(ts []Target) []string {
 	out := make([]string, 0, len(ts))
 	for _, t := range ts {
-		out = append(out, t.addr)
+		out = append(out, t.Addr)
 	}
 	return out
 }
@@ -258,7 +258,7 @@ func TestRouterPlanRoundRobinOnMiss(t *testing.T) {
 	for range 4 {
 		plan := rt.plan("nope/v1")
 		require.Equal(t, []string{"core", "extensions"}, services(plan))
-		firsts[plan[0].addr]++
+		firsts[plan[0].Addr]++
 	}
 	assert.Equal(t, map[string]int{addr("core", "a"): 2, addr("core", "b"): 2}, firsts)
 }
@@ -278,13 +278,13 @@ func TestRouterAnyInstance(t *testing.T) {
 		instance{svc: "core", id: "b"},
 		instance{svc: "extensions", id: "a", shuttingDown: true},
 	)...)
-	got, ok := rt.anyInstance("core")
+	got, ok := rt.AnyInstance("core")
 	require.True(t, ok)
-	assert.Equal(t, target{service: "core", instance: "b", addr: addr("core", "b")}, got)
+	assert.Equal(t, Target{Service: "core", Instance: "b", Addr: addr("core", "b")}, got)
 
-	_, ok = rt.anyInstance("extensions")
+	_, ok = rt.AnyInstance("extensions")
 	assert.False(t, ok, "shutting down")
-	_, ok = rt.anyInstance("aggregator")
+	_, ok = rt.AnyInstance("aggregator")
 	assert.False(t, ok, "none")
 }
 
@@ -308,7 +308,7 @@ func TestRouterComplete(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, newTestRouter(t, states(tt.insts...)...).complete())
+			assert.Equal(t, tt.want, newTestRouter(t, states(tt.insts...)...).Complete())
 		})
 	}
 
@@ -316,7 +316,7 @@ func TestRouterComplete(t *testing.T) {
 		st := instance{svc: "core", id: "a"}.state()
 		st.Signals = []*lifecyclev1.Signal{{Name: "HasBeenReady"}}
 		rt := newTestRouter(t, all[0].state(), st, all[2].state())
-		assert.False(t, rt.complete())
+		assert.False(t, rt.Complete())
 	})
 }
 
@@ -401,7 +401,7 @@ func TestInvoke(t *testing.T) {
 				addr("core", "a"):       errNotServed,
 				addr("extensions", "a"): errNotServed,
 			},
-			wantErr:   errEndOfChain,
+			wantErr:   ErrEndOfChain,
 			wantCalls: []string{addr("aggregator", "a"), addr("core", "a"), addr("extensions", "a")},
 		},
 		{
@@ -413,20 +413,20 @@ func TestInvoke(t *testing.T) {
 				addr("core", "a"):       errNotServed,
 				addr("extensions", "a"): errNotServed,
 			},
-			wantErr:   errChainIncomplete,
+			wantErr:   ErrChainIncomplete,
 			wantCalls: []string{addr("aggregator", "a"), addr("core", "a"), addr("extensions", "a")},
 		},
 		{
 			name:    "no routable instance and an incomplete chain",
 			insts:   []instance{{svc: "core", id: "a", notReady: true}},
 			gv:      "v1",
-			wantErr: errChainIncomplete,
+			wantErr: ErrChainIncomplete,
 		},
 		{
 			name:    "no routable instance in a complete chain",
 			insts:   []instance{{svc: "aggregator", id: "a", muxComplete: true, notReady: true}, {svc: "core", id: "a", muxComplete: true, shuttingDown: true}, {svc: "extensions", id: "a", muxComplete: true, notReady: true}},
 			gv:      "v1",
-			wantErr: errEndOfChain,
+			wantErr: ErrEndOfChain,
 		},
 		{
 			name: "NOT_SERVED from a routed service skips its other instances",
@@ -439,7 +439,7 @@ func TestInvoke(t *testing.T) {
 				addr("core", "b"): errNotServed,
 				addr("core", "c"): errNotServed,
 			},
-			wantErr:       errEndOfChain,
+			wantErr:       ErrEndOfChain,
 			wantCallCount: 1,
 		},
 		{
@@ -510,7 +510,7 @@ func TestInvoke(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rt := newTestRouter(t, states(tt.insts...)...)
 			f := &fakeChain{answer: tt.answer}
-			got, err := invoke(context.Background(), rt, tt.gv, f.call)
+			got, err := Invoke(context.Background(), rt, tt.gv, f.call)
 			switch {
 			case tt.wantErr == nil:
 				require.NoError(t, err)
@@ -544,7 +544,7 @@ func TestInvokeUnavailableRetriesAnotherInstance(t *testing.T) {
 	// Whichever replica the round-robin picks first is unreachable, and so is the second.
 	for range 3 {
 		f := &fakeChain{seq: []error{errUnavailable, errUnavailable}}
-		got, err := invoke(context.Background(), rt, "v1", f.call)
+		got, err := Invoke(context.Background(), rt, "v1", f.call)
 		require.NoError(t, err)
 		require.Len(t, f.calls, 3)
 		assert.ElementsMatch(t, []string{addr("core", "b"), addr("core", "c"), addr("core", "d")}, f.calls,
@@ -561,7 +561,7 @@ func TestInvokeUnavailableWithCancelledContextIsReturned(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	f := &fakeChain{answer: map[string]error{addr("core", "b"): errUnavailable, addr("core", "c"): errUnavailable}}
-	_, err := invoke(ctx, rt, "v1", f.call)
+	_, err := Invoke(ctx, rt, "v1", f.call)
 	assert.Equal(t, codes.Unavailable, status.Code(err))
 	assert.Len(t, f.calls, 1, "no retry once the caller gave up")
 }
@@ -616,7 +616,7 @@ func TestInvokeRealBackends(t *testing.T) {
 	} {
 		reg.Upsert(st, lifecycle.SourceNATS)
 	}
-	rt := &router{reg: reg, pool: newTestPool(t)}
+	rt := NewRouter(reg, newTestPool(t))
 
 	get := func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.GetResponse, error) {
 		return resourcev1.NewResourceServiceClient(c).Get(ctx, &resourcev1.GetRequest{Ref: &resourcev1.ResourceRef{Version: "v1", Resource: "pods", Name: "p"}})
@@ -624,7 +624,7 @@ func TestInvokeRealBackends(t *testing.T) {
 	call := func(gv string) (*resourcev1.GetResponse, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		return invoke(ctx, rt, gv, get)
+		return Invoke(ctx, rt, gv, get)
 	}
 
 	// Routed to core; twice, so both round-robin orders of its replicas are tried.
@@ -650,20 +650,20 @@ func TestInvokeRealBackends(t *testing.T) {
 	// MuxAndDiscoveryComplete signals): 503 while starting, not 404.
 	reg.Remove(lifecycle.Key("core", "live"))
 	_, err = call("v1")
-	assert.ErrorIs(t, err, errChainIncomplete)
+	assert.ErrorIs(t, err, ErrChainIncomplete)
 }
 
-func TestConnPoolReusesAndRetains(t *testing.T) {
+func TestPoolReusesAndRetains(t *testing.T) {
 	p := newTestPool(t)
-	a1, err := p.get("a.invalid:1")
+	a1, err := p.Get("a.invalid:1")
 	require.NoError(t, err)
-	a2, err := p.get("a.invalid:1")
+	a2, err := p.Get("a.invalid:1")
 	require.NoError(t, err)
 	assert.Same(t, a1, a2)
-	_, err = p.get("b.invalid:1")
+	_, err = p.Get("b.invalid:1")
 	require.NoError(t, err)
 
-	p.retain(map[string]bool{"a.invalid:1": true})
+	p.Retain(map[string]bool{"a.invalid:1": true})
 	p.mu.Lock()
 	kept := make([]string, 0, len(p.conns))
 	for k := range p.conns {
@@ -673,7 +673,7 @@ func TestConnPoolReusesAndRetains(t *testing.T) {
 	sort.Strings(kept)
 	assert.Equal(t, []string{"a.invalid:1"}, kept)
 
-	p.closeAll()
+	p.CloseAll()
 	assert.Empty(t, p.conns)
 }
 

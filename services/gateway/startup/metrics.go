@@ -1,22 +1,23 @@
-package gateway
+package startup
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// startupCollector exports the cluster's startup timeline as metrics on each scrape:
+// collector exports the cluster's startup timeline as metrics on each scrape:
 // apiserver_startup_duration_seconds (process start to first ready, per instance) and
 // apiserver_poststarthook_duration_seconds (a histogram per service and hook).
-type startupCollector struct {
-	g        *Gateway
+type collector struct {
+	states   States
 	startup  *prometheus.Desc
 	hookDesc *prometheus.Desc
 }
 
 var hookBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60}
 
-func newStartupCollector(g *Gateway) *startupCollector {
-	return &startupCollector{g: g,
+// NewCollector exports the timeline of states as metrics.
+func NewCollector(states States) prometheus.Collector {
+	return &collector{states: states,
 		startup: prometheus.NewDesc("apiserver_startup_duration_seconds",
 			"Time from process start to the first time readyz passed.", []string{"service", "instance"}, nil),
 		hookDesc: prometheus.NewDesc("apiserver_poststarthook_duration_seconds",
@@ -24,13 +25,13 @@ func newStartupCollector(g *Gateway) *startupCollector {
 	}
 }
 
-func (c *startupCollector) Describe(ch chan<- *prometheus.Desc) {
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.startup
 	ch <- c.hookDesc
 }
 
-func (c *startupCollector) Collect(ch chan<- prometheus.Metric) {
-	t := c.g.timeline()
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	t := Build(c.states())
 	type key struct{ service, hook string }
 	hist := map[key][]float64{}
 	for _, it := range t.Instances {

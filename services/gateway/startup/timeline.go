@@ -1,9 +1,13 @@
-package gateway
+// Package startup shows where startup time went across every instance: when each reached
+// each state and signal, and how long each post-start hook took. It serves /debug/startup
+// (JSON, or a self-contained HTML timeline) and the startup metrics.
+package startup
 
 import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strings"
@@ -14,11 +18,6 @@ import (
 	"github.com/apichain/apichain/pkg/topology"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
-
-// The startup timeline: when each instance reached each phase, and when each post-start hook
-// started and finished, gathered from every instance's lifecycle state. Served at
-// /debug/startup as JSON, or as a self-contained HTML page (no external assets) when the
-// client asks for text/html or ?format=html.
 
 // Timeline is the JSON document.
 type Timeline struct {
@@ -54,21 +53,11 @@ type HookTimeline struct {
 	Error      string   `json:"error,omitempty"`
 }
 
-func (g *Gateway) timeline() Timeline {
-	states := append([]*lifecyclev1.InstanceState{g.Snapshot()}, g.registry.Instances()...)
-	seen := map[string]bool{}
-	var uniq []*lifecyclev1.InstanceState
-	for _, st := range states {
-		k := st.GetService() + "/" + st.GetInstanceId()
-		if !seen[k] {
-			seen[k] = true
-			uniq = append(uniq, st)
-		}
-	}
-	return buildTimeline(uniq)
-}
+// States lists the lifecycle states to show, one per instance.
+type States func() []*lifecyclev1.InstanceState
 
-func buildTimeline(states []*lifecyclev1.InstanceState) Timeline {
+// Build lays out the instances' startups from one origin, the earliest process start.
+func Build(states []*lifecyclev1.InstanceState) Timeline {
 	var t Timeline
 	for _, st := range states {
 		if s := st.GetStartedAt().AsTime(); st.GetStartedAt() != nil && (t.Origin.IsZero() || s.Before(t.Origin)) {
@@ -117,12 +106,17 @@ func buildTimeline(states []*lifecyclev1.InstanceState) Timeline {
 	return t
 }
 
-func (g *Gateway) serveStartup(w http.ResponseWriter, r *http.Request) {
-	t := g.timeline()
+// Handler serves the timeline as JSON, or as a self-contained HTML page (no external assets)
+// when the client asks for text/html or ?format=html.
+func Handler(states States, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serve(w, r, Build(states()), log) })
+}
+
+func serve(w http.ResponseWriter, r *http.Request, t Timeline, log *slog.Logger) {
 	if r.URL.Query().Get("format") == "html" || strings.Contains(r.Header.Get("Accept"), "text/html") {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		if err := startupPage.Execute(w, pageData(t)); err != nil {
-			g.Log.Warn("render startup page", "err", err)
+			log.Warn("render startup page", "err", err)
 		}
 		return
 	}

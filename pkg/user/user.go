@@ -1,0 +1,35 @@
+// Package user is an authenticated identity, as kube's user.Info, and how it travels in a
+// request's context: the gateway's authentication puts it there, and a backend finds there
+// the identity the gateway sent with the request.
+package user
+
+import "context"
+
+// User is an authenticated identity.
+type User struct {
+	Name   string
+	UID    string
+	Groups []string
+	Extra  map[string][]string
+}
+
+// Well-known users and groups.
+const (
+	Anonymous             = "system:anonymous"
+	AllUnauthenticated    = "system:unauthenticated"
+	AllAuthenticated      = "system:authenticated"
+	SystemPrivilegedGroup = "system:masters"
+)
+
+type key struct{}
+
+// WithUser stores u in ctx.
+func WithUser(ctx context.Context, u *User) context.Context {
+	return context.WithValue(ctx, key{}, u)
+}
+
+// From returns the request's user.
+func From(ctx context.Context) (*User, bool) {
+	u, ok := ctx.Value(key{}).(*User)
+	return u, ok && u != nil
+}

@@ -1,0 +1,168 @@
+// Package discovery serves the discovery and OpenAPI documents behind the gateway: each
+// group/version's from the service that owns it, and /apis and the /openapi/v3 index merged
+// from every service in chain order, as kube's aggregator merges them.
+package discovery
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
+	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	apidiscovery "github.com/apichain/apichain/pkg/discovery"
+	"github.com/apichain/apichain/pkg/openapi"
+	"github.com/apichain/apichain/pkg/topology"
+	"github.com/apichain/apichain/services/gateway/proxy"
+	"github.com/apichain/apichain/services/gateway/routing"
+	"google.golang.org/grpc"
+)
+
+// Documents serves discovery and OpenAPI documents through the chain.
+type Documents struct {
+	rt *routing.Router
+}
+
+// NewDocuments asks the backends through rt.
+func NewDocuments(rt *routing.Router) *Documents { return &Documents{rt: rt} }
+
+// Serve serves a discovery or OpenAPI document. /apis merges every service's groups in chain
+// order; anything else is answered by the first delegate that serves it.
+func (d *Documents) Serve(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	req := &discoveryv1.GetDocumentRequest{Path: r.URL.Path, Accept: r.Header.Get("Accept"), Query: r.URL.RawQuery}
+	switch strings.TrimSuffix(r.URL.Path, "/") {
+	case "/apis":
+		d.serveGroupList(ctx, w, req)
+		return
+	case "/openapi/v3":
+		d.serveOpenAPIIndex(ctx, w, req)
+		return
+	}
+	gv := documentGroupVersion(r.URL.Path)
+	doc, err := routing.Invoke(ctx, d.rt, gv, func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.Body, error) {
+		hb, err := discoveryv1.NewDiscoveryServiceClient(c).GetDocument(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return &resourcev1.Body{ContentType: hb.GetContentType(), Data: hb.GetData()}, nil
+	})
+	if err != nil {
+		proxy.WriteError(w, err)
+		return
+	}
+	proxy.WriteBody(w, http.StatusOK, doc)
+}
+
+// documentGroupVersion is the route key of a discovery path: "v1" for /api/v1, "g/v" for
+// /apis/g/v; other paths have none and are asked down the chain.
+func documentGroupVersion(p string) string {
+	parts := strings.Split(strings.Trim(p, "/"), "/")
+	switch {
+	case len(parts) == 2 && parts[0] == "api":
+		return parts[1]
+	case len(parts) == 3 && parts[0] == "apis":
+		return parts[1] + "/" + parts[2]
+	case len(parts) == 1 && parts[0] == "api":
+		return "v1"
+	case len(parts) == 4 && parts[0] == "openapi" && parts[1] == "v3" && parts[2] == "api":
+		return parts[3]
+	case len(parts) == 5 && parts[0] == "openapi" && parts[1] == "v3" && parts[2] == "apis":
+		return parts[3] + "/" + parts[4]
+	}
+	return ""
+}
+
+// serveGroupList merges every service's /apis in chain order: the APIGroupList, or the
+// aggregated APIGroupDiscoveryList when the client asks for it.
+func (d *Documents) serveGroupList(ctx context.Context, w http.ResponseWriter, req *discoveryv1.GetDocumentRequest) {
+	aggregated := apidiscovery.WantsAggregated(req.GetAccept())
+	var items []json.RawMessage
+	seen := map[string]bool{}
+	for _, svc := range topology.Chain() {
+		t, ok := d.rt.AnyInstance(svc)
+		if !ok {
+			continue
+		}
+		conn, err := d.rt.Conn(t.Addr)
+		if err != nil {
+			continue
+		}
+		hb, err := discoveryv1.NewDiscoveryServiceClient(conn).GetDocument(ctx, req)
+		if err != nil {
+			continue
+		}
+		var part struct {
+			Groups []json.RawMessage `json:"groups"`
+			Items  []json.RawMessage `json:"items"`
+		}
+		if json.Unmarshal(hb.GetData(), &part) != nil {
+			continue
+		}
+		for _, raw := range append(part.Groups, part.Items...) {
+			var named struct {
+				Name     string `json:"name"`
+				Metadata struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+			}
+			if json.Unmarshal(raw, &named) != nil {
+				continue
+			}
+			name := named.Name + named.Metadata.Name
+			if !seen[name] {
+				seen[name] = true
+				items = append(items, raw)
+			}
+		}
+	}
+	if items == nil {
+		items = []json.RawMessage{}
+	}
+	var doc any
+	contentType := "application/json"
+	if aggregated {
+		contentType = apidiscovery.AggregatedContentType
+		doc = struct {
+			Kind       string            `json:"kind"`
+			APIVersion string            `json:"apiVersion"`
+			Metadata   struct{}          `json:"metadata"`
+			Items      []json.RawMessage `json:"items"`
+		}{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2", Items: items}
+	} else {
+		doc = struct {
+			Kind       string            `json:"kind"`
+			APIVersion string            `json:"apiVersion"`
+			Groups     []json.RawMessage `json:"groups"`
+		}{Kind: "APIGroupList", APIVersion: "v1", Groups: items}
+	}
+	data, _ := json.Marshal(doc)
+	w.Header().Set("Vary", "Accept")
+	proxy.WriteBody(w, http.StatusOK, &resourcev1.Body{ContentType: contentType, Data: data})
+}
+
+// serveOpenAPIIndex merges the /openapi/v3 indexes of every service, so each group/version
+// document is fetched from the server that owns it.
+func (d *Documents) serveOpenAPIIndex(ctx context.Context, w http.ResponseWriter, req *discoveryv1.GetDocumentRequest) {
+	var indexes [][]byte
+	for _, svc := range topology.Chain() {
+		t, ok := d.rt.AnyInstance(svc)
+		if !ok {
+			continue
+		}
+		conn, err := d.rt.Conn(t.Addr)
+		if err != nil {
+			continue
+		}
+		if hb, err := discoveryv1.NewDiscoveryServiceClient(conn).GetDocument(ctx, req); err == nil {
+			indexes = append(indexes, hb.GetData())
+		}
+	}
+	data, err := openapi.MergeV3Index(indexes)
+	if err != nil {
+		proxy.WriteError(w, err)
+		return
+	}
+	proxy.WriteBody(w, http.StatusOK, &resourcev1.Body{ContentType: "application/json", Data: data})
+}
