@@ -3,9 +3,9 @@ package main
 
 import (
 	"github.com/apichain/apichain/pkg/backend"
-	"github.com/apichain/apichain/services/aggregator/aggregator"
+	"github.com/apichain/apichain/services/aggregator/app"
 )
 
 func main() {
-	backend.Main(aggregator.Service, "apichain aggregator backend: APIServices and proxying to external API servers")
+	backend.Main(app.Service, "apichain aggregator backend: APIServices and proxying to external API servers")
 }

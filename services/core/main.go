@@ -3,9 +3,9 @@ package main
 
 import (
 	"github.com/apichain/apichain/pkg/backend"
-	"github.com/apichain/apichain/services/core/core"
+	"github.com/apichain/apichain/services/core/app"
 )
 
 func main() {
-	backend.Main(core.Service, "apichain core backend: /api/v1 and the built-in groups")
+	backend.Main(app.Service, "apichain core backend: /api/v1 and the built-in groups")
 }

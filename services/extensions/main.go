@@ -3,9 +3,9 @@ package main
 
 import (
 	"github.com/apichain/apichain/pkg/backend"
-	"github.com/apichain/apichain/services/extensions/extensions"
+	"github.com/apichain/apichain/services/extensions/app"
 )
 
 func main() {
-	backend.Main(extensions.Service, "apichain extensions backend: CRDs and custom resources")
+	backend.Main(app.Service, "apichain extensions backend: CRDs and custom resources")
 }

@@ -1,4 +1,6 @@
-package core
+// Package builtin is kube's built-in API as core serves it: the resources, and each kind's
+// defaulting, validation, field selectors and kubectl columns.
+package builtin
 
 import (
 	"strings"

@@ -1,5 +1,6 @@
-// Package core is the core backend: /api/v1 and the built-in groups.
-package core
+// Package app assembles the core backend: /api/v1 and the built-in groups on etcd, with
+// the controllers a bare kube-apiserver runs (namespace lifecycle, garbage collection).
+package app
 
 import (
 	"context"
@@ -12,6 +13,7 @@ import (
 	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/storage"
 	"github.com/apichain/apichain/pkg/topology"
+	"github.com/apichain/apichain/services/core/builtin"
 )
 
 // Service is the core backend: what it serves and how it is set up.
@@ -19,16 +21,16 @@ var Service = backend.Service{Name: topology.Core, Served: Served, Setup: Setup}
 
 // Served lists the group/versions and resources core owns, legacy group first.
 func Served() []*discoveryv1.GroupVersion {
-	return registry.NewSet(Resources()...).Served()
+	return registry.NewSet(builtin.Resources()...).Served()
 }
 
 // Setup installs core's resources and hooks on b.
 func Setup(b *backend.Backend) error {
-	scheme, err := NewScheme()
+	scheme, err := builtin.NewScheme()
 	if err != nil {
 		return err
 	}
-	set := registry.NewSet(Resources()...)
+	set := registry.NewSet(builtin.Resources()...)
 	b.SetOpenAPI(set)
 	h := registry.NewHandler(scheme, set, storage.NewStore(b.Etcd), b.Stopping())
 	h.WarmUp()

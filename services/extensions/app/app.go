@@ -1,5 +1,5 @@
-// Package extensions is the extensions backend: CRDs and custom resources.
-package extensions
+// Package app assembles the extensions backend: CRDs and custom resources.
+package app
 
 import (
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"

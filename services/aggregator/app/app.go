@@ -1,6 +1,6 @@
-// Package aggregator is the aggregator backend: APIServices and proxying to external API
+// Package app assembles the aggregator backend: APIServices and proxying to external API
 // servers.
-package aggregator
+package app
 
 import (
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
