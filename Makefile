@@ -87,7 +87,10 @@ clean:
 # the same compose.yaml.
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 COMPOSE_DIR := deploy/compose
-STATIC := CGO_ENABLED=0 go build -trimpath -ldflags='-s -w'
+# Images record their commit (-buildvcs: go.work builds stamp none by default) and build date.
+BUILD_DATE := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+STATIC := CGO_ENABLED=0 go build -trimpath -buildvcs=$(shell git rev-parse --git-dir >/dev/null 2>&1 && echo true || echo false) \
+	-ldflags='-s -w -X github.com/apichain/apichain/pkg/version.buildDate=$(BUILD_DATE)'
 
 compose-bin:
 	mkdir -p $(COMPOSE_DIR)/bin

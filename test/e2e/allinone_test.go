@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/apichain/apichain/pkg/embedded"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 func freePort(t *testing.T) int {
@@ -130,12 +133,29 @@ func TestAllInOneDiscoveryAndErrors(t *testing.T) {
 		"/apis/apiextensions.k8s.io/v1": `"groupVersion":"apiextensions.k8s.io/v1"`,
 		"/apis/apiregistration.k8s.io":  `"kind":"APIGroup"`,
 		"/apis/coordination.k8s.io/v1":  `"groupVersion":"coordination.k8s.io/v1"`,
-		"/version":                      `"gitVersion"`,
 	} {
 		code, body, _ := c.get(path)
 		assert.Equal(t, http.StatusOK, code, path)
 		assert.Contains(t, body, want, path)
 	}
+
+	// /version is the build that serves it, as kubectl shows it.
+	versionJSON, err := exec.Command("kubectl", "--kubeconfig", filepath.Join(c.data, "admin.kubeconfig"), "version", "-o", "json").Output()
+	require.NoError(t, err)
+	var v struct {
+		Server version.Info `json:"serverVersion"`
+	}
+	require.NoError(t, json.Unmarshal(versionJSON, &v), "%s", versionJSON)
+	assert.Equal(t, "1", v.Server.Major)
+	assert.Equal(t, "37", v.Server.Minor)
+	assert.True(t, strings.HasPrefix(v.Server.GitVersion, "v1.37.0-apichain"), v.Server.GitVersion)
+	if head := headCommit(); head != "" {
+		assert.Equal(t, head, v.Server.GitCommit)
+		assert.Contains(t, []string{"clean", "dirty"}, v.Server.GitTreeState)
+	}
+	built, err := time.Parse(time.RFC3339, v.Server.BuildDate)
+	require.NoError(t, err)
+	assert.WithinDuration(t, time.Now(), built, time.Hour, "the binary was built for this test run")
 
 	// No credentials: health is public, the API is not.
 	anon := c.anonymous()

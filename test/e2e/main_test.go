@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -39,10 +40,24 @@ func repoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// buildBinaries builds every main in one go build, so they share compiled packages.
+// headCommit is the work tree's git commit, "" outside a git checkout.
+func headCommit() string {
+	out, err := exec.Command("git", "-C", repoRoot(), "rev-parse", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// buildBinaries builds every main in one go build, so they share compiled packages. In a git
+// checkout they record the commit (go.work builds stamp none unless asked), for /version.
 func buildBinaries(dir string) error {
-	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator),
-		"./cmd/apichain", "./services/gateway", "./services/core", "./services/extensions", "./services/aggregator")
+	args := []string{"build", "-o", dir + string(os.PathSeparator)}
+	if headCommit() != "" {
+		args = append(args, "-buildvcs=true")
+	}
+	cmd := exec.Command("go", append(args,
+		"./cmd/apichain", "./services/gateway", "./services/core", "./services/extensions", "./services/aggregator")...)
 	cmd.Dir = repoRoot()
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return cmd.Run()

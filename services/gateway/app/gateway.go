@@ -169,7 +169,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 
 	mux := http.NewServeMux()
 	g.Server.InstallHealthHandlers(mux, func() []healthz.Checker { return readiness.RemoteChecks(g.registry) })
-	mux.HandleFunc("GET /version", serveVersion)
+	mux.HandleFunc("GET /version", serveVersion())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -5,26 +5,21 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
-	"runtime"
 	"time"
 
 	"github.com/apichain/apichain/pkg/lifecycle"
-	"k8s.io/apimachinery/pkg/version"
+	"github.com/apichain/apichain/pkg/version"
 )
 
 func readFile(path string) ([]byte, error) { return os.ReadFile(path) }
 
-// Version is what /version reports: the kube API level apichain serves.
-var Version = version.Info{
-	Major: "1", Minor: "37", GitVersion: "v1.37.0-apichain", GitCommit: "unknown", GitTreeState: "clean",
-	BuildDate: "1970-01-01T00:00:00Z", GoVersion: runtime.Version(), Compiler: runtime.Compiler,
-	Platform: runtime.GOOS + "/" + runtime.GOARCH,
-}
-
-func serveVersion(w http.ResponseWriter, _ *http.Request) {
-	data, _ := json.MarshalIndent(Version, "", "  ")
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(data)
+// serveVersion answers /version with this binary's version, read once.
+func serveVersion() http.HandlerFunc {
+	data, _ := json.MarshalIndent(version.Get(), "", "  ")
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(data)
+	}
 }
 
 // waitFirstState is the start-lifecycle-watcher hook: it returns once the registry holds a
