@@ -7,6 +7,7 @@ BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 GRPC_GATEWAY_VERSION := v2.33.0
+X_TOOLS_VERSION := v0.52.0
 # googleapis protos (google/api/*.proto) come from this module's third_party folder via the
 # Go module proxy, so codegen needs no other network source.
 GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
@@ -14,7 +15,7 @@ GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
 MODULES := gen pkg services/gateway services/core services/extensions services/aggregator cmd/apichain cmd/apichain-bench deploy/images test/e2e
 PKGS := $(addprefix ./,$(addsuffix /...,$(MODULES)))
 
-.PHONY: compose-bin images up down all build test test-short vet fmt lint generate check-generate tools googleapis bench bench-startup run clean
+.PHONY: compose-bin images up down all build test test-short vet deadcode fmt lint generate check-generate tools googleapis bench bench-startup run clean
 
 all: build
 
@@ -33,6 +34,16 @@ test-short:
 
 vet:
 	go vet $(PKGS)
+
+# No function unreachable from a main outside tests. Test-helper packages (named *test, as
+# net/http/httptest) are reached only from tests, so they are left out.
+DEADCODE_PKGS := $(addprefix ./,$(addsuffix /...,$(filter-out test/e2e,$(MODULES))))
+deadcode: $(BIN)/deadcode
+	@out=$$(deadcode $(DEADCODE_PKGS) | grep -v '^[^:]*test/[^/]*\.go:' || true); \
+	if [ -n "$$out" ]; then echo "unreachable functions:"; echo "$$out"; exit 1; fi; echo "deadcode: none"
+
+$(BIN)/deadcode:
+	GOBIN=$(BIN) go install golang.org/x/tools/cmd/deadcode@$(X_TOOLS_VERSION)
 
 fmt:
 	gofmt -l -w $(MODULES)

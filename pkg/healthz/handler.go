@@ -10,9 +10,15 @@ import (
 // every path below it, so check names containing '/' work and checks added
 // after Install get their subpath without re-registering.
 func Install(mux *http.ServeMux, endpoint string, checks func() []Checker) {
-	h := newHandler(endpoint, perRequest(checks))
-	mux.Handle(h.path, h)
-	mux.Handle(h.path+"/", h)
+	InstallHandler(mux, endpoint, Handler(endpoint, checks))
+}
+
+// InstallHandler registers h (a Handler or ResultsHandler for endpoint) for /<endpoint> and
+// every path below it.
+func InstallHandler(mux *http.ServeMux, endpoint string, h http.Handler) {
+	path := "/" + strings.Trim(endpoint, "/")
+	mux.Handle(path, h)
+	mux.Handle(path+"/", h)
 }
 
 // Handler serves /<endpoint> (all checks) and /<endpoint>/<name> (one

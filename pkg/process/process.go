@@ -62,13 +62,11 @@ type Process struct {
 
 	modules map[string]*Module
 	order   []string // registration order, so flags and logs are stable
-	mu      sync.Mutex
-	states  map[string]server.State
 }
 
 // New makes an empty process that logs to slog's default logger until Command sets one.
 func New() *Process {
-	return &Process{Log: slog.Default(), modules: map[string]*Module{}, states: map[string]server.State{}}
+	return &Process{Log: slog.Default(), modules: map[string]*Module{}}
 }
 
 // Register adds m; a second module with the same name is a programming error.
@@ -80,21 +78,9 @@ func (p *Process) Register(m Module) {
 	p.order = append(p.order, m.Name)
 }
 
-// State is where a module is: New until it starts, then Starting, Running, Stopping,
-// Terminated or Failed.
-func (p *Process) State(module string) server.State {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if st, ok := p.states[module]; ok {
-		return st
-	}
-	return server.StateNew
-}
-
+// enter logs that a module entered a state: Starting, Running, Stopping, then Terminated
+// or Failed.
 func (p *Process) enter(module string, st server.State, err error) {
-	p.mu.Lock()
-	p.states[module] = st
-	p.mu.Unlock()
 	if err != nil {
 		p.Log.Error("module "+st.String(), "module", module, "err", err)
 		return

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apichain/apichain/pkg/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -73,13 +72,10 @@ func TestModulesStartAfterAndStopBeforeWhatTheyNeed(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx, "all") }()
-	require.Eventually(t, func() bool { return p.State("all") == server.StateRunning }, 10*time.Second, time.Millisecond)
-	for _, m := range []string{"etcd", "nats", "core", "extensions", "gateway"} {
-		assert.Equal(t, server.StateRunning, p.State(m), m)
-	}
-	assert.Equal(t, server.StateNew, p.State("unused"), "only what the target needs runs")
+	require.Eventually(t, func() bool { return slices.Contains(j.list(), "init gateway") }, 10*time.Second, time.Millisecond)
 	cancel()
 	require.NoError(t, <-done)
+	assert.NotContains(t, j.list(), "init unused", "only what the target needs runs")
 
 	before := func(a, b string) {
 		assert.Less(t, j.index(t, a), j.index(t, b), "%s before %s", a, b)
@@ -92,8 +88,6 @@ func TestModulesStartAfterAndStopBeforeWhatTheyNeed(t *testing.T) {
 	before("stop gateway", "stop extensions")
 	before("stop core", "stop etcd")
 	before("stop extensions", "stop nats")
-	assert.NotContains(t, j.list(), "init unused")
-	assert.Equal(t, server.StateTerminated, p.State("gateway"))
 }
 
 func TestAFailingModuleStopsTheProcess(t *testing.T) {
@@ -105,8 +99,8 @@ func TestAFailingModuleStopsTheProcess(t *testing.T) {
 	p.Register(Module{Name: "all", Deps: []string{"core", "gateway"}})
 	err := p.Run(context.Background(), "all")
 	require.ErrorContains(t, err, "core: hook failed")
-	assert.Equal(t, server.StateFailed, p.State("core"))
-	assert.Equal(t, server.StateTerminated, p.State("gateway"))
+	assert.NotContains(t, err.Error(), "gateway", "the others stop cleanly")
+	assert.Contains(t, j.list(), "stop gateway")
 	assert.Contains(t, j.list(), "stop nats")
 }
 

@@ -75,10 +75,7 @@ func (s *Server) readinessLoop(ctx context.Context) {
 	t := time.NewTicker(readinessInterval)
 	defer t.Stop()
 	for {
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		req, _ := http.NewRequestWithContext(rctx, http.MethodGet, "/readyz", nil)
-		s.CheckReadiness(req)
-		cancel()
+		s.recheckNow(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -101,4 +98,12 @@ func sameResults(a, b []healthz.Result) bool {
 		}
 	}
 	return true
+}
+
+// recheckNow runs the readyz checks as a /readyz request would, bounded in time.
+func (s *Server) recheckNow(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(rctx, http.MethodGet, "/readyz", nil)
+	s.CheckReadiness(req)
 }

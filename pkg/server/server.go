@@ -231,9 +231,7 @@ func (s *Server) InstallHealthHandlers(mux *http.ServeMux, extraReadyz func() []
 	healthz.Install(mux, "livez", s.livezChecks)
 	// Every /readyz request runs the checks through CheckReadiness, so the first 200 a client
 	// sees has already fired HasBeenReady, as in kube.
-	readyz := healthz.ResultsHandler("readyz", s.CheckReadiness)
-	mux.Handle("/readyz", readyz)
-	mux.Handle("/readyz/", readyz)
+	healthz.InstallHandler(mux, "readyz", healthz.ResultsHandler("readyz", s.CheckReadiness))
 }
 
 // allReadyzChecks are the readyz checks including extra ones, "shutdown" last.
@@ -375,6 +373,7 @@ func (s *Server) shutdown(transports []boundTransport, immediate bool) error {
 	sig := &s.signals
 	sig.ShutdownInitiated.Signal()
 	s.state.enter(StateStopping)
+	s.recheckNow(context.Background()) // the published answer says "not ready" from now on
 	s.log.Info("shutdown initiated", "shutdownDelayDuration", s.opts.ShutdownDelayDuration.String())
 
 	var preErr error

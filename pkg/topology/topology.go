@@ -24,9 +24,6 @@ func Chain() []string { return slices.Clone(chain) }
 // Services returns every service: the gateway, then the chain.
 func Services() []string { return append([]string{Gateway}, chain...) }
 
-// IsDelegate reports whether service is a link of the chain.
-func IsDelegate(service string) bool { return slices.Contains(chain, service) }
-
 // Rank orders services for display: the gateway, then the chain in order; unknown names last.
 func Rank(service string) int {
 	if i := slices.Index(Services(), service); i >= 0 {

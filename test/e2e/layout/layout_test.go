@@ -1,0 +1,117 @@
+// Package layout checks apichain's import rules, which keep the split honest: no service
+// imports another (what two share lives in pkg/ or proto/), pkg/ imports no service and no
+// command, and the gateway, which holds no data, links no etcd package.
+package layout
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/apichain/apichain/"
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+type pkg struct {
+	ImportPath                         string
+	Imports, TestImports, XTestImports []string
+	Deps                               []string
+}
+
+// list runs go list -json in the workspace.
+func list(t *testing.T, args ...string) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-json"}, args...)...)
+	cmd.Dir = repoRoot()
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list %v", args)
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// area is what a package belongs to: "pkg", "cmd", "gen", "test" or "services/<name>".
+func area(importPath string) string {
+	rest, ok := strings.CutPrefix(importPath, module)
+	if !ok {
+		return ""
+	}
+	parts := strings.Split(rest, "/")
+	if parts[0] == "services" && len(parts) > 1 {
+		return "services/" + parts[1]
+	}
+	return parts[0]
+}
+
+// violation says why from may not import to, or "".
+func violation(from, to string) string {
+	a, b := area(from), area(to)
+	switch {
+	case b == "" || a == b:
+		return ""
+	case strings.HasPrefix(a, "services/") && strings.HasPrefix(b, "services/"):
+		return "a service imports another service"
+	case (a == "pkg" || a == "gen") && (strings.HasPrefix(b, "services/") || b == "cmd" || b == "test"):
+		return a + "/ imports " + b
+	case strings.HasPrefix(a, "services/") && (b == "cmd" || b == "test"):
+		return "a service imports " + b
+	}
+	return ""
+}
+
+func TestViolationRules(t *testing.T) {
+	assert.NotEmpty(t, violation(module+"services/gateway/app", module+"services/core/builtin"))
+	assert.NotEmpty(t, violation(module+"pkg/registry", module+"services/core/app"))
+	assert.NotEmpty(t, violation(module+"pkg/process", module+"cmd/apichain"))
+	assert.Empty(t, violation(module+"services/gateway/app", module+"services/gateway/proxy"))
+	assert.Empty(t, violation(module+"services/core/app", module+"pkg/registry"))
+	assert.Empty(t, violation(module+"cmd/apichain", module+"services/core/app"))
+	assert.Empty(t, violation(module+"pkg/registry", "k8s.io/api/core/v1"))
+}
+
+func TestImportRules(t *testing.T) {
+	pkgs := list(t, "./gen/...", "./pkg/...", "./services/gateway/...", "./services/core/...",
+		"./services/extensions/...", "./services/aggregator/...")
+	require.Greater(t, len(pkgs), 30, "go list found the packages")
+	for _, p := range pkgs {
+		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
+			if why := violation(p.ImportPath, imp); why != "" {
+				t.Errorf("%s imports %s: %s", p.ImportPath, imp, why)
+			}
+		}
+	}
+}
+
+func TestGatewayLinksNoEtcd(t *testing.T) {
+	pkgs := list(t, "-deps", "./services/gateway")
+	var deps []string
+	for _, p := range pkgs {
+		deps = append(deps, p.ImportPath)
+	}
+	require.Contains(t, deps, "google.golang.org/grpc", "the dependency list is the gateway's")
+	for _, d := range deps {
+		assert.False(t, strings.HasPrefix(d, "go.etcd.io/"), "the gateway links %s", d)
+	}
+}
