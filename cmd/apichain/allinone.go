@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/apichain/apichain/pkg/backend"
+	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/embedded"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/process"
@@ -98,7 +99,7 @@ func (a *allInOne) backendModule(svc backend.Service) process.Module {
 		bo.Lifecycle.InstanceID = svc.Name + "-" + gw.Lifecycle.InstanceID
 		bo.Lifecycle.TTL = gw.Lifecycle.TTL
 		bo.BindAddress = "127.0.0.1:0"
-		bo.TLSCertFile, bo.TLSKeyFile, bo.ClientCAFile = pki.BackendCertFile, pki.BackendKeyFile, pki.CAFile
+		bo.Serving = certs.ServingOptions{CertFile: pki.BackendCertFile, KeyFile: pki.BackendKeyFile, ClientCAFile: pki.CAFile}
 		bo.EtcdServers = a.etcdServers
 		s, err := initBackend(ctx, log)
 		if b, ok := s.(*backend.Backend); ok {

@@ -11,7 +11,6 @@ import (
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
-	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/healthz"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/server"
@@ -50,11 +49,7 @@ func New(opts *Options, served []*discoveryv1.GroupVersion, nc *nats.Conn, log *
 	log = log.With("service", opts.Service, "instance", opts.Lifecycle.InstanceID)
 	srv := server.New(opts.Service, opts.Generic, log)
 
-	pool, err := certs.PoolFromFile(opts.ClientCAFile)
-	if err != nil {
-		return nil, err
-	}
-	tlsCfg, err := certs.ServerTLSConfig(opts.TLSCertFile, opts.TLSKeyFile, pool, true)
+	tlsCfg, err := opts.Serving.TLSConfig(true)
 	if err != nil {
 		return nil, err
 	}

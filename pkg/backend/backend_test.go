@@ -54,7 +54,7 @@ func startBackend(t *testing.T) (*Backend, *certs.PKI) {
 	opts := NewOptions("core")
 	opts.Lifecycle.InstanceID = "test-1"
 	opts.BindAddress = "127.0.0.1:0"
-	opts.TLSCertFile, opts.TLSKeyFile, opts.ClientCAFile = pki.BackendCertFile, pki.BackendKeyFile, pki.CAFile
+	opts.Serving = certs.ServingOptions{CertFile: pki.BackendCertFile, KeyFile: pki.BackendKeyFile, ClientCAFile: pki.CAFile}
 	opts.EtcdServers = etcd.Endpoints()
 	opts.Generic.ShutdownTimeout = 10 * time.Second
 	require.NoError(t, opts.Validate())

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/topology"
@@ -20,9 +21,7 @@ type Options struct {
 	Lifecycle        lifecycle.Options
 	BindAddress      string
 	AdvertiseAddress string
-	TLSCertFile      string
-	TLSKeyFile       string
-	ClientCAFile     string
+	Serving          certs.ServingOptions
 	EtcdServers      []string
 	MaxConnectionAge time.Duration
 	Generic          server.Options
@@ -44,9 +43,7 @@ func NewOptions(service string) *Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Address the gRPC server listens on.")
 	fs.StringVar(&o.AdvertiseAddress, "advertise-address", o.AdvertiseAddress, "Address the gateway dials (default: the bound address, with the hostname for 0.0.0.0).")
-	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Serving certificate for the gRPC server.")
-	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", o.TLSKeyFile, "Private key of the serving certificate.")
-	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "CA that signed the gateway's client certificate.")
+	o.Serving.AddFlags(fs, "gRPC server", "the gateway", ".")
 	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", o.EtcdServers, "etcd client URLs.")
 	fs.DurationVar(&o.MaxConnectionAge, "max-connection-age", o.MaxConnectionAge, "Close gRPC connections after this age so clients re-resolve and new replicas get traffic.")
 	o.Lifecycle.AddFlags(fs)
@@ -59,7 +56,7 @@ func (o *Options) Complete() { o.Lifecycle.Complete() }
 // Validate reports missing or inconsistent options.
 func (o *Options) Validate() error {
 	var errs []error
-	if o.TLSCertFile == "" || o.TLSKeyFile == "" || o.ClientCAFile == "" {
+	if o.Serving.CertFile == "" || o.Serving.KeyFile == "" || o.Serving.ClientCAFile == "" {
 		errs = append(errs, errors.New("--tls-cert-file, --tls-private-key-file and --client-ca-file are required: backends accept only the gateway over mutual TLS"))
 	}
 	if len(o.EtcdServers) == 0 {

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
-	"github.com/apichain/apichain/pkg/embedded"
+	"github.com/apichain/apichain/pkg/embedded/embeddedtest"
 	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/pkg/storage"
 	"github.com/stretchr/testify/require"
@@ -45,19 +45,13 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "apichain-etcd-")
+	endpoints, stopEtcd, err := embeddedtest.Etcd()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir) // deferred first, so it runs after etcd stops
-	etcd, err := embedded.StartEtcd(dir, 0, 0)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer etcd.Stop()
-	testClient, err = storage.NewClient(etcd.Endpoints())
+	defer stopEtcd()
+	testClient, err = storage.NewClient(endpoints)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apichain/apichain/pkg/embedded"
+	"github.com/apichain/apichain/pkg/embedded/embeddedtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -27,19 +27,13 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "apichain-etcd-")
+	endpoints, stopEtcd, err := embeddedtest.Etcd()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir) // deferred first, so it runs after etcd stops
-	etcd, err := embedded.StartEtcd(dir, 0, 0)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer etcd.Stop()
-	testClient, err = NewClient(etcd.Endpoints())
+	defer stopEtcd()
+	testClient, err = NewClient(endpoints)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

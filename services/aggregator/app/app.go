@@ -8,13 +8,8 @@ import (
 	"github.com/apichain/apichain/pkg/topology"
 )
 
-// Service is the aggregator backend: what it serves and how it is set up.
-var Service = backend.Service{Name: topology.Aggregator, Served: Served, Setup: Setup}
-
-// Served lists the group/versions the aggregator owns.
-func Served() []*discoveryv1.GroupVersion {
+// Service is the aggregator backend. It announces its group/version so the chain routes to it;
+// it has no resources yet, so every request it gets is "not served".
+var Service = backend.Service{Name: topology.Aggregator, Served: func() []*discoveryv1.GroupVersion {
 	return []*discoveryv1.GroupVersion{{Group: "apiregistration.k8s.io", Version: "v1"}}
-}
-
-// Setup installs the aggregator's resources and hooks on b.
-func Setup(*backend.Backend) error { return nil }
+}}

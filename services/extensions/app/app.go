@@ -7,13 +7,8 @@ import (
 	"github.com/apichain/apichain/pkg/topology"
 )
 
-// Service is the extensions backend: what it serves and how it is set up.
-var Service = backend.Service{Name: topology.Extensions, Served: Served, Setup: Setup}
-
-// Served lists the group/versions extensions owns.
-func Served() []*discoveryv1.GroupVersion {
+// Service is the extensions backend. It announces its group/version so the chain routes to it;
+// it has no resources yet, so every request it gets is "not served".
+var Service = backend.Service{Name: topology.Extensions, Served: func() []*discoveryv1.GroupVersion {
 	return []*discoveryv1.GroupVersion{{Group: "apiextensions.k8s.io", Version: "v1"}}
-}
-
-// Setup installs the extensions' resources and hooks on b.
-func Setup(*backend.Backend) error { return nil }
+}}

@@ -116,11 +116,8 @@ func pick(given, generated string) string {
 }
 
 func (g *Gateway) servingTLS() (*tls.Config, error) {
-	pool, err := certs.PoolFromFile(pick(g.opts.ClientCAFile, g.pki.CAFile))
-	if err != nil {
-		return nil, err
-	}
-	return certs.ServerTLSConfig(pick(g.opts.TLSCertFile, g.pki.ServingCertFile), pick(g.opts.TLSKeyFile, g.pki.ServingKeyFile), pool, false)
+	generated := certs.ServingOptions{CertFile: g.pki.ServingCertFile, KeyFile: g.pki.ServingKeyFile, ClientCAFile: g.pki.CAFile}
+	return g.opts.Serving.Or(generated).TLSConfig(false)
 }
 
 // URL is the gateway's HTTPS URL on loopback.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/topology"
@@ -23,9 +24,7 @@ type Options struct {
 	DataDir       string
 	ExternalHosts []string
 
-	TLSCertFile  string
-	TLSKeyFile   string
-	ClientCAFile string
+	Serving certs.ServingOptions
 
 	TokenAuthFile  string
 	AnonymousAuth  bool
@@ -69,9 +68,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "Port to serve HTTPS and gRPC on (0 picks a free port).")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for generated certificates and the admin kubeconfig.")
 	fs.StringSliceVar(&o.ExternalHosts, "external-hostname", o.ExternalHosts, "Extra names and IPs for the generated serving certificate.")
-	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Serving certificate (default: generated in --data-dir).")
-	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", o.TLSKeyFile, "Serving key (default: generated in --data-dir).")
-	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "CA for client certificate authentication (default: the generated CA).")
+	o.Serving.AddFlags(fs, "HTTPS and gRPC port", "clients", " (default: generated in --data-dir).")
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, "Static bearer tokens, CSV: token,user,uid,\"group1,group2\".")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth, "Let requests without credentials reach /healthz, /livez, /readyz and /version as system:anonymous.")
 	fs.StringVar(&o.HSTSDirectives, "strict-transport-security-directives", o.HSTSDirectives, "Strict-Transport-Security header value; empty sends none.")
@@ -114,7 +111,7 @@ func (o *Options) Validate() error {
 	if o.SecurePort < 0 || o.SecurePort > 65535 {
 		errs = append(errs, fmt.Errorf("--secure-port %d out of range", o.SecurePort))
 	}
-	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+	if (o.Serving.CertFile == "") != (o.Serving.KeyFile == "") {
 		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file go together"))
 	}
 	if o.RequestTimeout <= 0 {

@@ -80,24 +80,12 @@ func (d *Documents) serveGroupList(ctx context.Context, w http.ResponseWriter, r
 	aggregated := apidiscovery.WantsAggregated(req.GetAccept())
 	var items []json.RawMessage
 	seen := map[string]bool{}
-	for _, svc := range topology.Chain() {
-		t, ok := d.rt.AnyInstance(svc)
-		if !ok {
-			continue
-		}
-		conn, err := d.rt.Conn(t.Addr)
-		if err != nil {
-			continue
-		}
-		hb, err := discoveryv1.NewDiscoveryServiceClient(conn).GetDocument(ctx, req)
-		if err != nil {
-			continue
-		}
+	for _, data := range d.fromEachService(ctx, req) {
 		var part struct {
 			Groups []json.RawMessage `json:"groups"`
 			Items  []json.RawMessage `json:"items"`
 		}
-		if json.Unmarshal(hb.GetData(), &part) != nil {
+		if json.Unmarshal(data, &part) != nil {
 			continue
 		}
 		for _, raw := range append(part.Groups, part.Items...) {
@@ -145,7 +133,18 @@ func (d *Documents) serveGroupList(ctx context.Context, w http.ResponseWriter, r
 // serveOpenAPIIndex merges the /openapi/v3 indexes of every service, so each group/version
 // document is fetched from the server that owns it.
 func (d *Documents) serveOpenAPIIndex(ctx context.Context, w http.ResponseWriter, req *discoveryv1.GetDocumentRequest) {
-	var indexes [][]byte
+	data, err := openapi.MergeV3Index(d.fromEachService(ctx, req))
+	if err != nil {
+		proxy.WriteError(w, err)
+		return
+	}
+	proxy.WriteBody(w, http.StatusOK, &resourcev1.Body{ContentType: "application/json", Data: data})
+}
+
+// fromEachService asks one ready instance of every service, in chain order, for the
+// document; a service without one, or that fails to answer, is left out of the merge.
+func (d *Documents) fromEachService(ctx context.Context, req *discoveryv1.GetDocumentRequest) [][]byte {
+	var docs [][]byte
 	for _, svc := range topology.Chain() {
 		t, ok := d.rt.AnyInstance(svc)
 		if !ok {
@@ -156,13 +155,8 @@ func (d *Documents) serveOpenAPIIndex(ctx context.Context, w http.ResponseWriter
 			continue
 		}
 		if hb, err := discoveryv1.NewDiscoveryServiceClient(conn).GetDocument(ctx, req); err == nil {
-			indexes = append(indexes, hb.GetData())
+			docs = append(docs, hb.GetData())
 		}
 	}
-	data, err := openapi.MergeV3Index(indexes)
-	if err != nil {
-		proxy.WriteError(w, err)
-		return
-	}
-	proxy.WriteBody(w, http.StatusOK, &resourcev1.Body{ContentType: "application/json", Data: data})
+	return docs
 }

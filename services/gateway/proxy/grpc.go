@@ -42,55 +42,56 @@ func client(c grpc.ClientConnInterface) resourcev1.ResourceServiceClient {
 	return resourcev1.NewResourceServiceClient(c)
 }
 
-func (p *GRPC) Get(ctx context.Context, req *resourcev1.GetRequest) (*resourcev1.GetResponse, error) {
-	return chainError(routing.Invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.GetResponse, error) {
-		return client(c).Get(ctx, req)
+// call delegates one unary call for ref down the chain with the caller's identity, and passes
+// the backend's warnings on to the gRPC client.
+func call[T any](ctx context.Context, rt *routing.Router, ref *resourcev1.ResourceRef, fn func(context.Context, resourcev1.ResourceServiceClient) (T, error)) (T, error) {
+	wctx, warns := withWarnings(ctx)
+	defer warns.forwardGRPC(ctx)
+	return chainError(routing.Invoke(outgoing(wctx), rt, gv(ref), func(ctx context.Context, c grpc.ClientConnInterface) (T, error) {
+		return fn(ctx, client(c))
 	}))
+}
+
+func (p *GRPC) Get(ctx context.Context, req *resourcev1.GetRequest) (*resourcev1.GetResponse, error) {
+	return call(ctx, p.rt, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.GetResponse, error) {
+		return c.Get(ctx, req)
+	})
 }
 
 func (p *GRPC) List(ctx context.Context, req *resourcev1.ListRequest) (*resourcev1.ListResponse, error) {
-	return chainError(routing.Invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.ListResponse, error) {
-		return client(c).List(ctx, req)
-	}))
+	return call(ctx, p.rt, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.ListResponse, error) {
+		return c.List(ctx, req)
+	})
 }
 
 func (p *GRPC) Create(ctx context.Context, req *resourcev1.CreateRequest) (*resourcev1.CreateResponse, error) {
-	wctx, warns := withWarnings(ctx)
-	defer warns.forwardGRPC(ctx)
-	ctx = wctx
-	return chainError(routing.Invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.CreateResponse, error) {
-		return client(c).Create(ctx, req)
-	}))
+	return call(ctx, p.rt, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.CreateResponse, error) {
+		return c.Create(ctx, req)
+	})
 }
 
 func (p *GRPC) Update(ctx context.Context, req *resourcev1.UpdateRequest) (*resourcev1.UpdateResponse, error) {
-	wctx, warns := withWarnings(ctx)
-	defer warns.forwardGRPC(ctx)
-	ctx = wctx
-	return chainError(routing.Invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.UpdateResponse, error) {
-		return client(c).Update(ctx, req)
-	}))
+	return call(ctx, p.rt, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.UpdateResponse, error) {
+		return c.Update(ctx, req)
+	})
 }
 
 func (p *GRPC) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*resourcev1.PatchResponse, error) {
-	wctx, warns := withWarnings(ctx)
-	defer warns.forwardGRPC(ctx)
-	ctx = wctx
-	return chainError(routing.Invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.PatchResponse, error) {
-		return client(c).Patch(ctx, req)
-	}))
+	return call(ctx, p.rt, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.PatchResponse, error) {
+		return c.Patch(ctx, req)
+	})
 }
 
 func (p *GRPC) Delete(ctx context.Context, req *resourcev1.DeleteRequest) (*resourcev1.DeleteResponse, error) {
-	return chainError(routing.Invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.DeleteResponse, error) {
-		return client(c).Delete(ctx, req)
-	}))
+	return call(ctx, p.rt, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.DeleteResponse, error) {
+		return c.Delete(ctx, req)
+	})
 }
 
 func (p *GRPC) DeleteCollection(ctx context.Context, req *resourcev1.DeleteCollectionRequest) (*resourcev1.DeleteCollectionResponse, error) {
-	return chainError(routing.Invoke(outgoing(ctx), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.DeleteCollectionResponse, error) {
-		return client(c).DeleteCollection(ctx, req)
-	}))
+	return call(ctx, p.rt, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.DeleteCollectionResponse, error) {
+		return c.DeleteCollection(ctx, req)
+	})
 }
 
 func (p *GRPC) Watch(req *resourcev1.WatchRequest, out grpc.ServerStreamingServer[resourcev1.WatchResponse]) error {

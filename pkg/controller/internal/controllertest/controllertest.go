@@ -14,7 +14,7 @@ import (
 	"time"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
-	"github.com/apichain/apichain/pkg/embedded"
+	"github.com/apichain/apichain/pkg/embedded/embeddedtest"
 	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/storage"
 	"github.com/stretchr/testify/require"
@@ -41,19 +41,13 @@ const WaitFor = 10 * time.Second
 // Main starts etcd and the registry, sets *env and runs the tests; TestMain exits with what
 // it returns.
 func Main(m *testing.M, env **Env) int {
-	dir, err := os.MkdirTemp("", "apichain-etcd-")
+	endpoints, stopEtcd, err := embeddedtest.Etcd()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir) // deferred first, so it runs after etcd stops
-	etcd, err := embedded.StartEtcd(dir, 0, 0)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer etcd.Stop()
-	client, err := storage.NewClient(etcd.Endpoints())
+	defer stopEtcd()
+	client, err := storage.NewClient(endpoints)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
