@@ -35,10 +35,7 @@ func (s *Server) CheckReadiness(r *http.Request) []healthz.Result {
 	for _, res := range results {
 		ready = ready && res.Err == nil
 	}
-	if ready {
-		s.signals.HasBeenReady.Signal()
-		s.state.enter(StateRunning)
-	}
+	// Record first, so whoever the signal and the state wake up publishes this answer.
 	s.ready.mu.Lock()
 	changed := false
 	if seq > s.ready.recorded {
@@ -46,6 +43,10 @@ func (s *Server) CheckReadiness(r *http.Request) []healthz.Result {
 		s.ready.recorded, s.ready.ready, s.ready.results = seq, ready, results
 	}
 	s.ready.mu.Unlock()
+	if ready {
+		s.signals.HasBeenReady.Signal()
+		s.state.enter(StateRunning)
+	}
 	if changed {
 		s.notify()
 	}
