@@ -10,7 +10,8 @@ import (
 var longRunningSubresources = map[string]bool{"attach": true, "exec": true, "proxy": true, "log": true, "portforward": true}
 
 // IsLongRunning is kube's basic long-running check (watch, proxy and the streaming
-// subresources), plus streaming gRPC calls, which carry their own deadlines.
+// subresources), plus every gRPC call on this port, unary ones included: those carry the
+// client's own deadline (grpc-timeout), and the gRPC server ends its streams at shutdown.
 func IsLongRunning(r *http.Request) bool {
 	if IsGRPC(r) {
 		return true
