@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"sync"
 
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/pkg/certs"
@@ -37,7 +38,8 @@ type allInOne struct {
 	etcdServers []string
 	conn        *lifecycle.NATS
 	gw          *gateway.Modules
-	addresses   map[string][]string // each backend's gRPC address, once it started
+	mu          sync.Mutex
+	addresses   map[string][]string // each backend's gRPC address, once it started (concurrently)
 }
 
 func newCommand() *cobra.Command {
@@ -47,12 +49,13 @@ func newCommand() *cobra.Command {
 	a.gw.Options.BindAddress = "127.0.0.1"
 
 	p := process.New()
+	p.Register(a.gw.OptionsModule())
 	p.Register(a.gw.PKIModule())
-	p.Register(process.Module{Name: moduleEmbeddedEtcd, Deps: []string{gateway.ModulePKI}, Init: a.startEtcd,
+	p.Register(process.Module{Name: moduleEmbeddedEtcd, Deps: []string{gateway.ModuleOptions}, Init: a.startEtcd,
 		Flags: func(fs *pflag.FlagSet) {
 			fs.StringSliceVar(&a.etcdServers, "etcd-servers", nil, "etcd client URLs (default: an embedded etcd in --data-dir).")
 		}})
-	p.Register(process.Module{Name: moduleEmbeddedNATS, Deps: []string{gateway.ModulePKI}, Init: a.startNATS})
+	p.Register(process.Module{Name: moduleEmbeddedNATS, Deps: []string{gateway.ModuleOptions}, Init: a.startNATS})
 	conn := a.conn.Module("apichain")
 	conn.Deps = append(conn.Deps, moduleEmbeddedNATS)
 	p.Register(conn)
@@ -63,7 +66,9 @@ func newCommand() *cobra.Command {
 	gw.Deps = append(gw.Deps, topology.Chain()...) // so it stops first, while the backends still answer
 	initGateway := gw.Init
 	gw.Init = func(ctx context.Context, log *slog.Logger) (process.Service, error) {
+		a.mu.Lock()
 		a.gw.Options.BackendAddresses = a.addresses
+		a.mu.Unlock()
 		svc, err := initGateway(ctx, log)
 		if g, ok := svc.(*gateway.Gateway); ok {
 			log.Info("apichain all-in-one starting", "url", g.URL(), "kubeconfig", g.KubeconfigPath(),
@@ -103,7 +108,9 @@ func (a *allInOne) backendModule(svc backend.Service) process.Module {
 		bo.EtcdServers = a.etcdServers
 		s, err := initBackend(ctx, log)
 		if b, ok := s.(*backend.Backend); ok {
+			a.mu.Lock()
 			a.addresses[svc.Name] = []string{b.Address()}
+			a.mu.Unlock()
 		}
 		return s, err
 	}

@@ -124,72 +124,114 @@ func (p *Process) resolve(targets []string) ([]string, error) {
 
 type running struct {
 	name string
-	stop context.CancelFunc
-	done chan struct{}
-	err  error
+	// initialized closes once Init returned; ok says it succeeded (and Run was launched).
+	initialized chan struct{}
+	ok          bool
+	stop        context.CancelFunc
+	done        chan struct{}
+	err         error
 }
 
 // Run starts targets and what they need, and serves until ctx ends or a module fails; then
 // it stops every module after those that need it. It returns the modules' errors.
+//
+// A module starts as soon as everything it needs has started, so modules independent of each
+// other (an embedded etcd and an embedded NATS, say) start at the same time.
 func (p *Process) Run(ctx context.Context, targets ...string) error {
 	order, err := p.resolve(targets)
 	if err != nil {
 		return err
 	}
-	started := map[string]*running{}
-	failed := make(chan string, len(order))
-	var initErr error
+	mods := map[string]*running{}
 	for _, name := range order {
-		m := p.modules[name]
-		p.enter(name, server.StateStarting, nil)
-		var svc Service
-		var err error
-		if m.Init != nil {
-			svc, err = m.Init(ctx, p.Log)
-		}
-		if err != nil {
-			p.enter(name, server.StateFailed, err)
-			initErr = fmt.Errorf("%s: %w", name, err)
-			break
-		}
-		r := &running{name: name, done: make(chan struct{})}
-		started[name] = r
-		if svc == nil {
-			close(r.done)
-			p.enter(name, server.StateRunning, nil)
-			continue
-		}
-		var runCtx context.Context
-		runCtx, r.stop = context.WithCancel(context.WithoutCancel(ctx))
+		mods[name] = &running{name: name, initialized: make(chan struct{}), done: make(chan struct{})}
+	}
+	failed := make(chan string, len(order))
+	initFailed := make(chan error, len(order))
+	var inits sync.WaitGroup
+	for _, name := range order {
+		r := mods[name]
+		inits.Add(1)
 		go func() {
-			defer close(r.done)
-			r.err = svc.Run(runCtx)
-			if r.err == nil && runCtx.Err() == nil {
-				r.err = errors.New("stopped by itself")
+			defer inits.Done()
+			defer close(r.initialized)
+			for _, d := range p.modules[name].Deps {
+				if <-mods[d].initialized; !mods[d].ok {
+					return // a dependency failed: this module never starts
+				}
 			}
-			if runCtx.Err() == nil {
-				failed <- name
+			if len(initFailed) > 0 {
+				return // another module failed; start nothing more
+			}
+			if err := p.start(ctx, r, failed); err != nil {
+				initFailed <- fmt.Errorf("%s: %w", name, err)
 			}
 		}()
-		p.enter(name, server.StateRunning, nil)
 	}
+	inits.Wait()
+	close(initFailed)
 
-	if initErr == nil {
+	var errs []error
+	for err := range initFailed {
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
 		select {
 		case <-ctx.Done():
 		case name := <-failed:
-			p.Log.Error("module failed, stopping the process", "module", name, "err", started[name].err)
+			p.Log.Error("module failed, stopping the process", "module", name, "err", mods[name].err)
+		}
+	}
+	started := map[string]*running{}
+	for name, r := range mods {
+		if r.ok {
+			started[name] = r
 		}
 	}
 	p.stopAll(order, started)
 
-	errs := []error{initErr}
 	for _, name := range order {
 		if r := started[name]; r != nil && r.err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, r.err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// start initializes r's module and launches what it runs; a module that ends by itself, or
+// with an error, is reported on failed.
+func (p *Process) start(ctx context.Context, r *running, failed chan<- string) error {
+	m := p.modules[r.name]
+	p.enter(r.name, server.StateStarting, nil)
+	var svc Service
+	var err error
+	if m.Init != nil {
+		svc, err = m.Init(ctx, p.Log)
+	}
+	if err != nil {
+		p.enter(r.name, server.StateFailed, err)
+		return err
+	}
+	r.ok = true
+	if svc == nil {
+		close(r.done)
+		p.enter(r.name, server.StateRunning, nil)
+		return nil
+	}
+	var runCtx context.Context
+	runCtx, r.stop = context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		defer close(r.done)
+		r.err = svc.Run(runCtx)
+		if r.err == nil && runCtx.Err() == nil {
+			r.err = errors.New("stopped by itself")
+		}
+		if runCtx.Err() == nil {
+			failed <- r.name
+		}
+	}()
+	p.enter(r.name, server.StateRunning, nil)
+	return nil
 }
 
 // stopAll stops each started module once every started module that needs it has stopped;

@@ -135,3 +135,27 @@ func TestBadModuleTables(t *testing.T) {
 	assert.Panics(t, func() { p.Register(Module{Name: "a"}) })
 	assert.Panics(t, func() { p.Command("x", "y", "c") })
 }
+
+// Modules independent of each other start at the same time: each of these two waits, in its
+// Init, for the other's Init to begin, which only concurrent starts allow.
+func TestIndependentModulesStartTogether(t *testing.T) {
+	p := newProcess()
+	aIn, bIn := make(chan struct{}), make(chan struct{})
+	meet := func(mine, theirs chan struct{}) func(context.Context, *slog.Logger) (Service, error) {
+		return func(context.Context, *slog.Logger) (Service, error) {
+			close(mine)
+			select {
+			case <-theirs:
+				return nil, nil
+			case <-time.After(10 * time.Second):
+				return nil, errors.New("started one after the other")
+			}
+		}
+	}
+	p.Register(Module{Name: "etcd", Init: meet(aIn, bIn)})
+	p.Register(Module{Name: "nats", Init: meet(bIn, aIn)})
+	p.Register(Module{Name: "all", Deps: []string{"etcd", "nats"}})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // stop as soon as everything started
+	require.NoError(t, p.Run(ctx, "all"))
+}

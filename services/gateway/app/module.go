@@ -12,12 +12,16 @@ import (
 	"github.com/apichain/apichain/pkg/topology"
 )
 
-// ModulePKI is the name of the module that makes the certificates.
-const ModulePKI = "pki"
+// The names of the modules that complete the gateway's options and make the certificates.
+const (
+	ModuleOptions = "gateway-options"
+	ModulePKI     = "pki"
+)
 
-// Modules are the gateway's process modules, sharing its options: "pki" completes the options
-// and makes (or keeps) the certificates in --data-dir, "gateway" serves. The all-in-one starts
-// the backends between the two, with the certificates pki made.
+// Modules are the gateway's process modules, sharing its options: "gateway-options" completes
+// and validates them, "pki" makes (or keeps) the certificates in --data-dir, "gateway"
+// serves. The all-in-one starts the backends between pki and gateway, with pki's
+// certificates, and its embedded etcd and NATS next to pki.
 type Modules struct {
 	Options *Options
 	// PKI is set once the pki module started.
@@ -30,18 +34,26 @@ func NewModules(conn *lifecycle.NATS) *Modules {
 	return &Modules{Options: NewOptions(), conn: conn}
 }
 
-// PKIModule completes and validates the options and ensures the certificates.
+// OptionsModule completes and validates the options.
+func (m *Modules) OptionsModule() process.Module {
+	return process.Module{
+		Name: ModuleOptions,
+		Init: func(context.Context, *slog.Logger) (process.Service, error) {
+			if err := m.Options.Complete(); err != nil {
+				return nil, err
+			}
+			return nil, m.Options.Validate()
+		},
+	}
+}
+
+// PKIModule ensures the certificates.
 func (m *Modules) PKIModule() process.Module {
 	return process.Module{
 		Name: ModulePKI,
+		Deps: []string{ModuleOptions},
 		Init: func(context.Context, *slog.Logger) (process.Service, error) {
 			o := m.Options
-			if err := o.Complete(); err != nil {
-				return nil, err
-			}
-			if err := o.Validate(); err != nil {
-				return nil, err
-			}
 			pki, err := certs.EnsurePKI(o.DataDir, topology.ServingHosts(o.ExternalHosts...), []string{o.BackendServerName})
 			if err != nil {
 				return nil, fmt.Errorf("certificates: %w", err)
@@ -70,6 +82,7 @@ func Main() {
 	conn := lifecycle.NewNATS()
 	m := NewModules(conn)
 	p.Register(conn.Module(topology.Gateway))
+	p.Register(m.OptionsModule())
 	p.Register(m.PKIModule())
 	p.Register(m.GatewayModule())
 	cmd := p.Command(topology.Gateway, "apichain gateway: TLS front door, filter chain and delegation to the backends", topology.Gateway)
