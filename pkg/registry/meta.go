@@ -164,10 +164,10 @@ func (h *Handler) validateUpdate(r *Resource, acc, oldAcc metav1.Object, obj, ol
 	return errs
 }
 
-// nameValidator is kube's: namespaces are DNS labels, most others DNS subdomains.
+// nameValidator is the kind's, or kube's default: a DNS subdomain.
 func nameValidator(r *Resource) apivalidation.ValidateNameFunc {
-	if r.Name == "namespaces" {
-		return apivalidation.ValidateNamespaceName
+	if r.ValidateName != nil {
+		return r.ValidateName
 	}
 	return apivalidation.NameIsDNSSubdomain
 }

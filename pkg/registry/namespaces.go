@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,7 +35,8 @@ func (h *Handler) EnsureNamespaces(ctx context.Context, names []string) error {
 func Namespaces() *Resource {
 	return &Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "namespaces", SingularName: "namespace",
 		Kind: "Namespace", ShortNames: []string{"ns"}, Subresources: []string{"finalize", "status"},
-		New: func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} },
+		ValidateName: apivalidation.ValidateNamespaceName,
+		New:          func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} },
 		PrepareForCreate: func(o runtime.Object) {
 			ns := o.(*corev1.Namespace)
 			ns.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}

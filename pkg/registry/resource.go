@@ -6,6 +6,7 @@ import (
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	"github.com/apichain/apichain/pkg/openapi"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,6 +31,8 @@ type Resource struct {
 	New     func() runtime.Object
 	NewList func() runtime.Object
 
+	// ValidateName checks names (default: a DNS subdomain, as for most kinds).
+	ValidateName apivalidation.ValidateNameFunc
 	// Validate checks kind-specific rules on create (object metadata is checked generically).
 	Validate func(obj runtime.Object) field.ErrorList
 	// ValidateUpdate checks kind-specific rules on update, e.g. immutable fields.
@@ -40,7 +43,7 @@ type Resource struct {
 	// namespaced kinds, metadata.namespace are always there).
 	FieldLabels func(obj runtime.Object) fields.Set
 	// Columns and Cells are the kind's Table columns after Name (Age is added last unless
-	// the kind places it itself with AgeColumn).
+	// the kind places it itself with AgeColumn, or shows "Created At" instead).
 	Columns []metav1.TableColumnDefinition
 	Cells   func(obj runtime.Object) []any
 	// PendingDeletion reports kind-specific reasons a delete must wait (a namespace's

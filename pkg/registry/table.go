@@ -78,7 +78,7 @@ func (h *Handler) columns(r *Resource) []metav1.TableColumnDefinition {
 
 func hasAge(cols []metav1.TableColumnDefinition) bool {
 	for _, c := range cols {
-		if c.Name == "Age" {
+		if c.Name == "Age" || c.Name == "Created At" {
 			return true
 		}
 	}

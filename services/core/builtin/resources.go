@@ -13,6 +13,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -20,7 +21,7 @@ import (
 // NewScheme is core's type registry: the k8s.io/api groups it serves.
 func NewScheme() (*registry.Scheme, error) {
 	return registry.NewScheme(corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
-		authenticationv1.AddToScheme, authorizationv1.AddToScheme, autoscalingv1.AddToScheme)
+		authenticationv1.AddToScheme, authorizationv1.AddToScheme, autoscalingv1.AddToScheme, rbacv1.AddToScheme)
 }
 
 func obj[T any, PT interface {
@@ -34,6 +35,7 @@ func obj[T any, PT interface {
 func Resources() []*registry.Resource {
 	v1 := corev1.SchemeGroupVersion
 	apps := appsv1.SchemeGroupVersion
+	rbac := rbacv1.SchemeGroupVersion
 	return []*registry.Resource{
 		registry.Namespaces(),
 		{GroupVersion: v1, Name: "configmaps", SingularName: "configmap", Kind: "ConfigMap", Namespaced: true,
@@ -82,6 +84,20 @@ func Resources() []*registry.Resource {
 		review(authorizationv1.SchemeGroupVersion, "selfsubjectaccessreviews", "SelfSubjectAccessReview", false, obj[authorizationv1.SelfSubjectAccessReview]()),
 		review(authorizationv1.SchemeGroupVersion, "selfsubjectrulesreviews", "SelfSubjectRulesReview", false, obj[authorizationv1.SelfSubjectRulesReview]()),
 		review(authorizationv1.SchemeGroupVersion, "subjectaccessreviews", "SubjectAccessReview", false, obj[authorizationv1.SubjectAccessReview]()),
+		{GroupVersion: rbac, Name: "clusterrolebindings", SingularName: "clusterrolebinding", Kind: "ClusterRoleBinding",
+			ValidateName: rbacName, New: obj[rbacv1.ClusterRoleBinding](), NewList: obj[rbacv1.ClusterRoleBindingList](),
+			Validate: validateClusterRoleBinding, ValidateUpdate: validateClusterRoleBindingUpdate,
+			Columns: bindingColumns, Cells: clusterRoleBindingCells},
+		{GroupVersion: rbac, Name: "clusterroles", SingularName: "clusterrole", Kind: "ClusterRole",
+			ValidateName: rbacName, New: obj[rbacv1.ClusterRole](), NewList: obj[rbacv1.ClusterRoleList](),
+			Validate: validateClusterRole, Columns: roleColumns, Cells: roleCells},
+		{GroupVersion: rbac, Name: "rolebindings", SingularName: "rolebinding", Kind: "RoleBinding", Namespaced: true,
+			ValidateName: rbacName, New: obj[rbacv1.RoleBinding](), NewList: obj[rbacv1.RoleBindingList](),
+			Validate: validateRoleBinding, ValidateUpdate: validateRoleBindingUpdate,
+			Columns: bindingColumns, Cells: roleBindingCells},
+		{GroupVersion: rbac, Name: "roles", SingularName: "role", Kind: "Role", Namespaced: true,
+			ValidateName: rbacName, New: obj[rbacv1.Role](), NewList: obj[rbacv1.RoleList](),
+			Validate: validateRole, Columns: roleColumns, Cells: roleCells},
 		{GroupVersion: coordinationv1.SchemeGroupVersion, Name: "leases", SingularName: "lease", Kind: "Lease", Namespaced: true,
 			HasSpec: true, New: obj[coordinationv1.Lease](), NewList: obj[coordinationv1.LeaseList](),
 			Columns: leaseColumns, Cells: leaseCells},
