@@ -3,9 +3,13 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // kubectl manages RBAC objects as on kube: the create helpers, kube's columns, and kube's
@@ -62,4 +66,63 @@ func writeFile(t *testing.T, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// tokenKubeconfig writes a kubeconfig for the admin's server that authenticates with token.
+func tokenKubeconfig(t *testing.T, c *client, token string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(filepath.Join(c.data, "admin.kubeconfig"))
+	require.NoError(t, err)
+	for _, a := range cfg.AuthInfos {
+		a.ClientCertificateData, a.ClientKeyData, a.Token = nil, nil, token
+	}
+	path := filepath.Join(t.TempDir(), "token.kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
+	return path
+}
+
+// With --authorization-mode=RBAC the gateway decides from roles and bindings it watches
+// through core: a token user is denied, allowed once bound, and denied again once the binding
+// is gone; kubectl auth can-i answers from the same rules.
+func TestRBACAuthorization(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	require.NoError(t, os.WriteFile(tokens, []byte("bob-token,bob,1002\n"), 0o600))
+	c, _ := startAllInOne(t, "--authorization-mode=RBAC", "--token-auth-file", tokens)
+	admin := kc{t: t, kubeconfig: filepath.Join(c.data, "admin.kubeconfig")}
+	bob := kc{t: t, kubeconfig: tokenKubeconfig(t, c, "bob-token")}
+
+	assert.Contains(t, admin.run("get", "--raw", "/readyz?verbose"), "[+]poststarthook/start-rbac-authorizer ok")
+	admin.run("create", "namespace", "team")
+	// What kube's system:basic-user gives every authenticated user: asking what they may do.
+	admin.run("create", "clusterrole", "reviews", "--verb=create",
+		"--resource=selfsubjectaccessreviews.authorization.k8s.io,selfsubjectrulesreviews.authorization.k8s.io")
+	admin.run("create", "clusterrolebinding", "reviews", "--clusterrole=reviews", "--group=system:authenticated")
+
+	denied := `configmaps is forbidden: User "bob" cannot list resource "configmaps" in API group "" in the namespace "team"`
+	out := bob.fails("get", "--raw", "/api/v1/namespaces/team/configmaps")
+	assert.Contains(t, out, denied)
+	assert.Eventually(t, func() bool {
+		out, _ := kubectl(t, bob.kubeconfig, "auth", "can-i", "list", "configmaps", "-n", "team")
+		return strings.TrimSpace(out) == "no"
+	}, 10*time.Second, 20*time.Millisecond)
+
+	admin.run("create", "role", "cm-reader", "-n", "team", "--verb=get,list", "--resource=configmaps")
+	admin.run("create", "rolebinding", "bob-reads", "-n", "team", "--role=cm-reader", "--user=bob")
+	require.Eventually(t, func() bool {
+		_, err := kubectl(t, bob.kubeconfig, "get", "--raw", "/api/v1/namespaces/team/configmaps")
+		return err == nil
+	}, 5*time.Second, 10*time.Millisecond, "the binding takes effect")
+	assert.Equal(t, "yes", strings.TrimSpace(bob.run("auth", "can-i", "list", "configmaps", "-n", "team")))
+	out = bob.fails("auth", "can-i", "delete", "configmaps", "-n", "team")
+	assert.Equal(t, "no", strings.TrimSpace(out))
+	out = bob.run("auth", "can-i", "--list", "-n", "team")
+	assert.Regexp(t, `(?m)^configmaps\s+\[\]\s+\[\]\s+\[get list\]$`, out)
+	out = bob.fails("get", "--raw", "/api/v1/namespaces/default/configmaps")
+	assert.Contains(t, out, `in the namespace "default"`, "only in the binding's namespace")
+
+	admin.run("delete", "rolebinding", "bob-reads", "-n", "team")
+	require.Eventually(t, func() bool {
+		out, err := kubectl(t, bob.kubeconfig, "get", "--raw", "/api/v1/namespaces/team/configmaps")
+		return err != nil && strings.Contains(out, denied)
+	}, 5*time.Second, 10*time.Millisecond, "the deleted binding stops applying")
 }

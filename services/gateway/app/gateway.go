@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
@@ -57,7 +58,8 @@ type Gateway struct {
 	metrics    *prometheus.Registry
 	kubeconfig string
 	authn      authn.Authentication
-	authorizer authz.Authorizer
+	authorizer authz.Union
+	rbacSync   *authz.Sync // nil unless RBAC is an authorization mode
 	rest       *proxy.REST
 	documents  *discovery.Documents
 	reviews    *reviews.Handler
@@ -188,7 +190,15 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	if g.opts.AnonymousAuth {
 		authentication.AnonymousPaths = []string{"/healthz", "/livez", "/readyz", "/version"}
 	}
-	g.authn, g.authorizer = authentication, authz.AlwaysAllow{}
+	rbac := &authz.RBAC{}
+	authorizer, err := authz.New(g.opts.AuthorizationModes, rbac)
+	if err != nil {
+		return nil, fmt.Errorf("--authorization-mode: %w", err)
+	}
+	if slices.Contains(g.opts.AuthorizationModes, authz.ModeRBAC) {
+		g.rbacSync = authz.NewSync(rbac, proxy.NewReader(g.router), g.Log)
+	}
+	g.authn, g.authorizer = authentication, authorizer
 	g.rest, g.documents = proxy.NewREST(g.router), discovery.NewDocuments(g.router)
 	g.reviews = &reviews.Handler{Authn: g.authn, Authorizer: g.authorizer}
 	var retryAfter <-chan struct{}
@@ -217,12 +227,26 @@ func (g *Gateway) addHooks() error {
 	}); err != nil {
 		return err
 	}
-	return g.Server.AddPostStartHook("delegation-chain-complete", func(ctx context.Context) error {
+	if err := g.Server.AddPostStartHook("delegation-chain-complete", func(ctx context.Context) error {
 		if err := waitFor(ctx, g.registry, g.router.Complete); err != nil {
 			return err
 		}
 		g.Server.Signals().MuxAndDiscoveryComplete.Signal()
 		return nil
+	}); err != nil {
+		return err
+	}
+	if g.rbacSync == nil {
+		return nil
+	}
+	// Not ready before RBAC can decide: until then only system:masters gets anything.
+	return g.Server.AddPostStartHook("start-rbac-authorizer", func(ctx context.Context) error {
+		select {
+		case <-g.rbacSync.Synced():
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	})
 }
 
@@ -239,11 +263,15 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.registry.OnChange(g.retainConns)
 	g.registry.OnChange(g.Server.RecheckReadiness)
 	g.Log.Info("Serving securely on "+g.ln.Addr().String(), "url", g.URL(), "kubeconfig", g.kubeconfig)
-	return g.Server.RunAlongside(ctx,
+	tasks := []func(context.Context){
 		func(ctx context.Context) { lifecycle.WatchNATS(ctx, g.nc, ttl, g.registry, g.Log) },
 		func(ctx context.Context) { lifecycle.PollGRPC(ctx, g.registry, g.staticAddresses, g.dial, ttl/5) },
 		func(ctx context.Context) { lifecycle.Announce(ctx, g.nc, g.Server, g.instance, ttl, g.Log) },
-	)
+	}
+	if g.rbacSync != nil {
+		tasks = append(tasks, g.rbacSync.Run)
+	}
+	return g.Server.RunAlongside(ctx, tasks...)
 }
 
 func (g *Gateway) staticAddresses() []string {

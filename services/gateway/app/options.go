@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/topology"
+	"github.com/apichain/apichain/services/gateway/authz"
 	"github.com/spf13/pflag"
 )
 
@@ -26,9 +28,11 @@ type Options struct {
 
 	Serving certs.ServingOptions
 
-	TokenAuthFile  string
-	AnonymousAuth  bool
-	HSTSDirectives string
+	TokenAuthFile string
+	AnonymousAuth bool
+	// AuthorizationModes is kube's --authorization-mode, in order.
+	AuthorizationModes []string
+	HSTSDirectives     string
 
 	BackendCAFile         string
 	BackendClientCertFile string
@@ -48,11 +52,13 @@ type Options struct {
 // NewOptions returns kube-apiserver's defaults where it has them.
 func NewOptions() *Options {
 	return &Options{
-		Lifecycle:                   lifecycle.NewOptions(),
-		BindAddress:                 "0.0.0.0",
-		SecurePort:                  topology.GatewayPort,
-		DataDir:                     "apichain-data",
-		AnonymousAuth:               true,
+		Lifecycle:     lifecycle.NewOptions(),
+		BindAddress:   "0.0.0.0",
+		SecurePort:    topology.GatewayPort,
+		DataDir:       "apichain-data",
+		AnonymousAuth: true,
+		// RBAC becomes the default once core bootstraps kube's default roles.
+		AuthorizationModes:          []string{authz.ModeAlwaysAllow},
 		BackendServerName:           topology.BackendServerName,
 		BackendAddresses:            map[string][]string{},
 		RequestTimeout:              60 * time.Second,
@@ -69,6 +75,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for generated certificates and the admin kubeconfig.")
 	fs.StringSliceVar(&o.ExternalHosts, "external-hostname", o.ExternalHosts, "Extra names and IPs for the generated serving certificate.")
 	o.Serving.AddFlags(fs, "HTTPS and gRPC port", "clients", " (default: generated in --data-dir).")
+	fs.StringSliceVar(&o.AuthorizationModes, "authorization-mode", o.AuthorizationModes,
+		"Ordered list of authorizers after system:masters: "+strings.Join(authz.Modes, ", ")+". RBAC reads roles and bindings from core.")
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, "Static bearer tokens, CSV: token,user,uid,\"group1,group2\".")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth, "Let requests without credentials reach /healthz, /livez, /readyz and /version as system:anonymous.")
 	fs.StringVar(&o.HSTSDirectives, "strict-transport-security-directives", o.HSTSDirectives, "Strict-Transport-Security header value; empty sends none.")

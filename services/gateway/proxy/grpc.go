@@ -96,16 +96,7 @@ func (p *GRPC) DeleteCollection(ctx context.Context, req *resourcev1.DeleteColle
 
 func (p *GRPC) Watch(req *resourcev1.WatchRequest, out grpc.ServerStreamingServer[resourcev1.WatchResponse]) error {
 	in, err := chainError(routing.Invoke(outgoing(out.Context()), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
-		s, err := client(c).Watch(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		// The first message confirms the backend serves the watch (or carries its error).
-		first, err := s.Recv()
-		if err != nil {
-			return nil, err
-		}
-		return &prefetched{ServerStreamingClient: s, first: first}, nil
+		return openWatch(ctx, c, req)
 	}))
 	if err != nil {
 		return err

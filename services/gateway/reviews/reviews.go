@@ -49,7 +49,7 @@ var reviews = map[schema.GroupVersionResource]reviewKind{
 // Handler answers the reviews with the gateway's authentication and authorization.
 type Handler struct {
 	Authn      authn.Authentication
-	Authorizer authz.Authorizer
+	Authorizer authz.Union
 }
 
 // IsReview reports whether the request is a review the gateway answers.
@@ -155,11 +155,7 @@ func (h *Handler) answer(r *http.Request, u *user.User, info *requestinfo.Reques
 		}
 		o.Status = h.access(subjectUser(o.Spec), o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
 	case *authorizationv1.SelfSubjectRulesReview:
-		// AlwaysAllow: everything is allowed, and the list is complete.
-		o.Status = authorizationv1.SubjectRulesReviewStatus{
-			ResourceRules:    []authorizationv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}},
-			NonResourceRules: []authorizationv1.NonResourceRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
-		}
+		o.Status = h.rules(u, o.Spec.Namespace)
 	}
 	return nil
 }
@@ -201,4 +197,24 @@ func subjectUser(spec authorizationv1.SubjectAccessReviewSpec) *user.User {
 		u.Extra[k] = v
 	}
 	return u
+}
+
+// rules is kube's SelfSubjectRulesReview status: resource and non-resource rules in the
+// order the authorizers give them, and the error of rules that could not be resolved.
+func (h *Handler) rules(u *user.User, namespace string) authorizationv1.SubjectRulesReviewStatus {
+	rules, err := h.Authorizer.RulesFor(u, namespace)
+	st := authorizationv1.SubjectRulesReviewStatus{ResourceRules: []authorizationv1.ResourceRule{}, NonResourceRules: []authorizationv1.NonResourceRule{}}
+	for _, r := range rules {
+		if len(r.Resources) > 0 {
+			st.ResourceRules = append(st.ResourceRules, authorizationv1.ResourceRule{Verbs: r.Verbs, APIGroups: r.APIGroups,
+				Resources: r.Resources, ResourceNames: r.ResourceNames})
+		}
+		if len(r.NonResourceURLs) > 0 {
+			st.NonResourceRules = append(st.NonResourceRules, authorizationv1.NonResourceRule{Verbs: r.Verbs, NonResourceURLs: r.NonResourceURLs})
+		}
+	}
+	if err != nil {
+		st.EvaluationError = err.Error()
+	}
+	return st
 }

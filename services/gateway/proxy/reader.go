@@ -1,0 +1,46 @@
+package proxy
+
+import (
+	"context"
+
+	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/services/gateway/routing"
+	"google.golang.org/grpc"
+)
+
+// Reader reads resources through the chain for the gateway itself (the RBAC cache): the same
+// routing as a client's request, with no caller identity, so the backends see the gateway.
+type Reader struct {
+	rt *routing.Router
+}
+
+// NewReader reads through rt.
+func NewReader(rt *routing.Router) *Reader { return &Reader{rt: rt} }
+
+// List lists through the chain.
+func (r *Reader) List(ctx context.Context, req *resourcev1.ListRequest) (*resourcev1.ListResponse, error) {
+	return chainError(routing.Invoke(ctx, r.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.ListResponse, error) {
+		return client(c).List(ctx, req)
+	}))
+}
+
+// Watch opens a watch through the chain; it ends with ctx.
+func (r *Reader) Watch(ctx context.Context, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
+	return chainError(routing.Invoke(ctx, r.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
+		return openWatch(ctx, c, req)
+	}))
+}
+
+// openWatch starts a watch and reads its first message, which says whether the backend serves
+// it (or carries its error); the stream returned yields that message first.
+func openWatch(ctx context.Context, c grpc.ClientConnInterface, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
+	s, err := client(c).Watch(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	first, err := s.Recv()
+	if err != nil {
+		return nil, err
+	}
+	return &prefetched{ServerStreamingClient: s, first: first}, nil
+}
