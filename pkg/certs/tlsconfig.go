@@ -8,10 +8,11 @@ import (
 	"os"
 )
 
-// ServerTLSConfig builds a server config from PEM files. With clientCAs,
-// client certificates are verified against it: optional by default (so
-// token or anonymous clients can still connect and be authenticated by
-// other means), mandatory when requireClientCert is set (backend mTLS).
+// ServerTLSConfig builds a server config from PEM files. With requireClientCert (backend
+// mTLS) a client certificate signed by clientCAs is mandatory. Otherwise the handshake
+// requests one (naming clientCAs as acceptable) and accepts whatever the client sends, as
+// kube-apiserver does: authentication verifies it, so a bad certificate is a 401 rather than
+// a failed handshake, and clients without one can still use a token or stay anonymous.
 func ServerTLSConfig(certFile, keyFile string, clientCAs *x509.CertPool, requireClientCert bool) (*tls.Config, error) {
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
@@ -28,7 +29,7 @@ func ServerTLSConfig(certFile, keyFile string, clientCAs *x509.CertPool, require
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
 	case clientCAs != nil:
 		cfg.ClientCAs = clientCAs
-		cfg.ClientAuth = tls.VerifyClientCertIfGiven
+		cfg.ClientAuth = tls.RequestClientCert
 	case requireClientCert:
 		// Requiring certs without a pool to check them against would
 		// accept any self-signed cert; refuse rather than mislead.

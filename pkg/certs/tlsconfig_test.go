@@ -119,7 +119,7 @@ func TestOptionalClientCert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if serverCfg.ClientAuth != tls.VerifyClientCertIfGiven {
+	if serverCfg.ClientAuth != tls.RequestClientCert {
 		t.Fatalf("ClientAuth = %v", serverCfg.ClientAuth)
 	}
 	anon, err := ClientTLSConfig(p.CAFile, "", "", "127.0.0.1")
@@ -139,6 +139,20 @@ func TestOptionalClientCert(t *testing.T) {
 	}
 	if len(state.PeerCertificates) == 0 || state.PeerCertificates[0].Subject.CommonName != AdminUser {
 		t.Fatalf("server saw peer %v", state.PeerCertificates)
+	}
+	// A certificate from another CA completes the handshake, as in kube: authentication
+	// verifies it and answers 401.
+	other, err := EnsurePKI(t.TempDir(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := ClientTLSConfig(p.CAFile, other.AdminCertFile, other.AdminKeyFile, "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, serr, cerr = handshake(t, serverCfg, stranger)
+	if serr != nil || cerr != nil || len(state.VerifiedChains) != 0 || len(state.PeerCertificates) == 0 {
+		t.Fatalf("stranger client: server=%v client=%v verified=%d", serr, cerr, len(state.VerifiedChains))
 	}
 }
 

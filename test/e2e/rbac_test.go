@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"crypto/tls"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apichain/apichain/pkg/certs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/tools/clientcmd"
@@ -125,4 +129,24 @@ func TestRBACAuthorization(t *testing.T) {
 		out, err := kubectl(t, bob.kubeconfig, "get", "--raw", "/api/v1/namespaces/team/configmaps")
 		return err != nil && strings.Contains(out, denied)
 	}, 5*time.Second, 10*time.Millisecond, "the deleted binding stops applying")
+}
+
+// A client certificate from a CA the gateway does not trust completes the TLS handshake and
+// gets kube's 401 Status, as on kube-apiserver (not a handshake failure, and never anonymous).
+func TestUntrustedClientCertificateIs401(t *testing.T) {
+	c, _ := startAllInOne(t)
+	other, err := certs.EnsurePKI(t.TempDir(), nil, nil)
+	require.NoError(t, err)
+	cert, err := tls.LoadX509KeyPair(other.AdminCertFile, other.AdminKeyFile)
+	require.NoError(t, err)
+	hc := c.anonymous()
+	hc.Transport.(*http.Transport).TLSClientConfig.Certificates = []tls.Certificate{cert}
+	for _, path := range []string{"/readyz", "/api/v1/namespaces"} {
+		resp, err := hc.Get(c.base + path)
+		require.NoError(t, err, "the handshake completes")
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, path)
+		assert.JSONEq(t, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`, string(body))
+	}
 }

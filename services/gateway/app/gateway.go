@@ -118,8 +118,13 @@ func pick(given, generated string) string {
 }
 
 func (g *Gateway) servingTLS() (*tls.Config, error) {
+	return g.servingOptions().TLSConfig(false)
+}
+
+// servingOptions are the serving files: the given ones, or the generated.
+func (g *Gateway) servingOptions() certs.ServingOptions {
 	generated := certs.ServingOptions{CertFile: g.pki.ServingCertFile, KeyFile: g.pki.ServingKeyFile, ClientCAFile: g.pki.CAFile}
-	return g.opts.Serving.Or(generated).TLSConfig(false)
+	return g.opts.Serving.Or(generated)
 }
 
 // URL is the gateway's HTTPS URL on loopback.
@@ -179,7 +184,11 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	mux.Handle("GET /debug/startup", startup.Handler(g.startupStates, g.Log))
 	mux.HandleFunc("/", g.serveDelegated)
 
-	authentication := authn.Authentication{Authenticators: []authn.Authenticator{authn.X509Authenticator()}}
+	clientCAs, err := certs.PoolFromFile(g.servingOptions().ClientCAFile)
+	if err != nil {
+		return nil, err
+	}
+	authentication := authn.Authentication{Authenticators: []authn.Authenticator{authn.X509Authenticator(clientCAs)}}
 	if g.opts.TokenAuthFile != "" {
 		tf, err := authn.LoadTokenFile(g.opts.TokenAuthFile)
 		if err != nil {

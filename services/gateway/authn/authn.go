@@ -4,6 +4,8 @@
 package authn
 
 import (
+	"crypto/x509"
+	"fmt"
 	"net/http"
 	"slices"
 
@@ -44,14 +46,25 @@ func WithAuthenticatedGroup(u *user.User) *user.User {
 	return &cp
 }
 
-// X509Authenticator reads the user from a verified client certificate: CN is the user name,
-// O the groups, as kube does.
-func X509Authenticator() Authenticator {
+// X509Authenticator reads the user from a client certificate that verifies against
+// clientCAs for client authentication: CN is the user name, O the groups. As in kube, the TLS
+// handshake accepts any certificate and this check decides, so a certificate from another CA
+// is a 401, not a failed handshake.
+func X509Authenticator(clientCAs *x509.CertPool) Authenticator {
 	return AuthenticatorFunc(func(r *http.Request) (*user.User, bool, error) {
-		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
 			return nil, false, nil
 		}
-		leaf := r.TLS.VerifiedChains[0][0]
+		leaf := r.TLS.PeerCertificates[0]
+		intermediates := x509.NewCertPool()
+		for _, c := range r.TLS.PeerCertificates[1:] {
+			intermediates.AddCert(c)
+		}
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: clientCAs, Intermediates: intermediates,
+			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+			return nil, false, fmt.Errorf("verifying certificate SN=%d, SKID=%x, AKID=%x failed: %w",
+				leaf.SerialNumber, leaf.SubjectKeyId, leaf.AuthorityKeyId, err)
+		}
 		if leaf.Subject.CommonName == "" {
 			return nil, false, nil
 		}

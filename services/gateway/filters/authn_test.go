@@ -3,17 +3,19 @@ package filters
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/user"
 	"github.com/apichain/apichain/services/gateway/authn"
 )
@@ -25,14 +27,39 @@ tok-alice,alice,uid-alice,"dev,ops"
 tok-bob,bob,uid-bob
 `
 
-// verifiedTLS is what crypto/tls leaves on a request whose client certificate it verified.
-func verifiedTLS(cn string, orgs ...string) *tls.ConnectionState {
-	leaf := &x509.Certificate{Subject: pkix.Name{CommonName: cn, Organization: orgs}}
-	ca := &x509.Certificate{Subject: pkix.Name{CommonName: "client-ca"}}
-	return &tls.ConnectionState{
-		PeerCertificates: []*x509.Certificate{leaf},
-		VerifiedChains:   [][]*x509.Certificate{{leaf, ca}},
+// Client certificates: from the client CA, and from a CA the gateway does not trust.
+var clientCA, strangerCA = newTestCA("client-ca"), newTestCA("stranger-ca")
+
+func newTestCA(name string) *certs.CA {
+	ca, err := certs.NewCA(name, time.Hour)
+	if err != nil {
+		panic(err)
 	}
+	return ca
+}
+
+func clientCAs() *x509.CertPool {
+	pool := x509.NewCertPool()
+	pool.AddCert(clientCA.Cert)
+	return pool
+}
+
+// peerTLS is what crypto/tls leaves on a request whose client sent a certificate from ca.
+func peerTLS(ca *certs.CA, cn string, orgs ...string) *tls.ConnectionState {
+	certPEM, _, err := ca.IssueClient(cn, orgs, time.Hour)
+	if err != nil {
+		panic(err)
+	}
+	block, _ := pem.Decode(certPEM)
+	leaf, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		panic(err)
+	}
+	return &tls.ConnectionState{PeerCertificates: []*x509.Certificate{leaf}}
+}
+
+func verifiedTLS(cn string, orgs ...string) *tls.ConnectionState {
+	return peerTLS(clientCA, cn, orgs...)
 }
 
 func TestWithAuthentication(t *testing.T) {
@@ -79,8 +106,7 @@ func TestWithAuthentication(t *testing.T) {
 		{name: "x509 without O", path: "/api/v1/pods", tls: verifiedTLS("dave"),
 			wantUser: "dave", wantGrps: []string{user.AllAuthenticated}},
 		{name: "x509 without CN", path: "/api/v1/pods", tls: verifiedTLS("", "team-a")},
-		{name: "unverified certificate", path: "/api/v1/pods",
-			tls: &tls.ConnectionState{PeerCertificates: verifiedTLS("eve").PeerCertificates}},
+		{name: "certificate from another CA is 401, not anonymous", path: "/readyz", tls: peerTLS(strangerCA, "eve")},
 		{name: "x509 already in system:authenticated", path: "/api/v1/pods", tls: verifiedTLS("frank", user.AllAuthenticated),
 			wantUser: "frank", wantGrps: []string{user.AllAuthenticated}},
 		{name: "x509 in system:masters", path: "/api/v1/pods", tls: verifiedTLS("root", user.SystemPrivilegedGroup),
@@ -92,7 +118,7 @@ func TestWithAuthentication(t *testing.T) {
 		{name: "bad token, then a good certificate", path: "/api/v1/pods", authz: "Bearer nope", tls: verifiedTLS("carol"),
 			wantUser: "carol", wantGrps: []string{user.AllAuthenticated}},
 		{name: "certificate first", path: "/api/v1/pods", authz: "Bearer tok-alice", tls: verifiedTLS("carol"),
-			authns:   []authn.Authenticator{authn.X509Authenticator(), tf},
+			authns:   []authn.Authenticator{authn.X509Authenticator(clientCAs()), tf},
 			wantUser: "carol", wantGrps: []string{user.AllAuthenticated}},
 		{name: "an erroring authenticator does not stop the chain", path: "/api/v1/pods", authz: "Bearer tok-bob",
 			authns: []authn.Authenticator{authn.AuthenticatorFunc(func(*http.Request) (*user.User, bool, error) {
@@ -105,7 +131,7 @@ func TestWithAuthentication(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			authns := tc.authns
 			if authns == nil {
-				authns = []authn.Authenticator{tf, authn.X509Authenticator()}
+				authns = []authn.Authenticator{tf, authn.X509Authenticator(clientCAs())}
 			}
 			paths := anonPaths
 			if tc.noAnon {

@@ -197,7 +197,7 @@ func newChain(t *testing.T) *chainFixture {
 		MaxRequestsInFlight:         10,
 		MaxMutatingRequestsInFlight: 10,
 		Authentication: authn.Authentication{
-			Authenticators: []authn.Authenticator{tf, authn.X509Authenticator()},
+			Authenticators: []authn.Authenticator{tf, authn.X509Authenticator(clientCAs())},
 			AnonymousPaths: []string{"/readyz", "/livez", "/healthz", "/version"},
 		},
 		Authorizer:     authorizer,
