@@ -136,7 +136,7 @@ func (s *Sync) list(ctx context.Context, kind int) (string, error) {
 		return "", err
 	}
 	var list struct {
-		Metadata metav1.ListMeta  `json:"metadata"`
+		Metadata metav1.ListMeta   `json:"metadata"`
 		Items    []json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(resp.GetBody().GetData(), &list); err != nil {
