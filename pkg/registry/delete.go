@@ -74,6 +74,11 @@ func (h *Handler) delete(ctx context.Context, r *Resource, ref *resourcev1.Resou
 	if opts == nil {
 		opts = &metav1.DeleteOptions{}
 	}
+	if r.ValidateDelete != nil {
+		if err := r.ValidateDelete(ref.GetName()); err != nil {
+			return nil, false, err
+		}
+	}
 	pre := opts.Preconditions
 	for attempt := 0; ; attempt++ {
 		kv, _, err := h.store.Get(ctx, key(r, ref.GetNamespace(), ref.GetName()), 0)

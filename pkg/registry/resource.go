@@ -37,6 +37,8 @@ type Resource struct {
 	Validate func(obj runtime.Object) field.ErrorList
 	// ValidateUpdate checks kind-specific rules on update, e.g. immutable fields.
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+	// ValidateDelete refuses deleting the named object (kube's immortal namespaces).
+	ValidateDelete func(name string) error
 	// PrepareForCreate defaults and clears fields a client may not set.
 	PrepareForCreate func(obj runtime.Object)
 	// FieldLabels returns the kind-specific field selector values (metadata.name and, for

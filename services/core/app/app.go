@@ -40,7 +40,25 @@ func Setup(b *backend.Backend) error {
 		if err := storage.WaitReady(ctx, b.Etcd); err != nil {
 			return err
 		}
-		return h.EnsureNamespaces(ctx, registry.SystemNamespaces)
+		if err := h.EnsureNamespaces(ctx, registry.SystemNamespaces); err != nil {
+			return err
+		}
+		// As kube's controller: every minute, recreate any that went missing.
+		go func() {
+			t := time.NewTicker(time.Minute)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					if err := h.EnsureNamespaces(ctx, registry.SystemNamespaces); err != nil {
+						b.Log.Warn("system namespaces", "err", err)
+					}
+				}
+			}
+		}()
+		return nil
 	}); err != nil {
 		return err
 	}
