@@ -97,6 +97,9 @@ func Incoming(ctx context.Context) (context.Context, error) {
 	if c.GetAuditId() != "" {
 		ctx = audit.WithID(ctx, c.GetAuditId())
 	}
+	if modes := c.GetAuthorizationModes(); len(modes) > 0 {
+		ctx = context.WithValue(ctx, modesKey{}, modes)
+	}
 	if c.GetName() == "" {
 		return ctx, nil
 	}
@@ -108,4 +111,12 @@ func Incoming(ctx context.Context) (context.Context, error) {
 		u.Extra[k] = v.GetValues()
 	}
 	return user.WithUser(ctx, u), nil
+}
+
+type modesKey struct{}
+
+// AuthorizationModes are the gateway's authorization modes the request came with.
+func AuthorizationModes(ctx context.Context) []string {
+	modes, _ := ctx.Value(modesKey{}).([]string)
+	return modes
 }

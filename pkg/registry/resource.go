@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"sort"
 	"sync"
 
@@ -37,6 +38,9 @@ type Resource struct {
 	Validate func(obj runtime.Object) field.ErrorList
 	// ValidateUpdate checks kind-specific rules on update, e.g. immutable fields.
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+	// AuthorizeWrite refuses a create (old nil) or update that the request's user may not
+	// make although the gateway authorized the verb: kube's RBAC escalation prevention.
+	AuthorizeWrite func(ctx context.Context, obj, old runtime.Object) error
 	// ValidateDelete refuses deleting the named object (kube's immortal namespaces).
 	ValidateDelete func(name string) error
 	// PrepareForCreate defaults and clears fields a client may not set.

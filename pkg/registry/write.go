@@ -104,6 +104,11 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 			return nil, apierrors.NewInternalError(err)
 		}
 	}
+	if r.AuthorizeWrite != nil {
+		if err := r.AuthorizeWrite(ctx, obj, nil); err != nil {
+			return nil, err
+		}
+	}
 	if errs := h.validateCreate(r, acc, obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(r.GroupVersion.WithKind(r.Kind).GroupKind(), acc.GetName(), errs)
 	}
@@ -221,6 +226,11 @@ func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.Resou
 		acc, _ := meta.Accessor(next)
 		acc.SetResourceVersion(currentRV) // unconditional: the write is still conditional on it
 		oldAcc, _ := meta.Accessor(current)
+		if r.AuthorizeWrite != nil {
+			if err := r.AuthorizeWrite(ctx, next, current); err != nil {
+				return nil, err
+			}
+		}
 		if errs := h.validateUpdate(r, acc, oldAcc, next, current); len(errs) > 0 {
 			return nil, apierrors.NewInvalid(r.GroupVersion.WithKind(r.Kind).GroupKind(), ref.GetName(), errs)
 		}

@@ -129,6 +129,32 @@ func TestRBACAuthorization(t *testing.T) {
 		out, err := kubectl(t, bob.kubeconfig, "get", "--raw", "/api/v1/namespaces/team/configmaps")
 		return err != nil && strings.Contains(out, denied)
 	}, 5*time.Second, 10*time.Millisecond, "the deleted binding stops applying")
+
+	// Escalation prevention: bob may manage roles and bindings in team, but grant only what
+	// he holds himself.
+	admin.run("create", "role", "rbac-manager", "-n", "team", "--verb=create,get,list",
+		"--resource=roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io,configmaps")
+	admin.run("create", "rolebinding", "bob-manages", "-n", "team", "--role=rbac-manager", "--user=bob")
+	require.Eventually(t, func() bool {
+		_, err := kubectl(t, bob.kubeconfig, "create", "role", "cm-getter", "-n", "team", "--verb=get", "--resource=configmaps")
+		return err == nil
+	}, 5*time.Second, 20*time.Millisecond, "a role within bob's own rights")
+	out = bob.fails("create", "role", "secret-getter", "-n", "team", "--verb=get,list", "--resource=secrets")
+	assert.Contains(t, out, `roles.rbac.authorization.k8s.io "secret-getter" is forbidden: user "bob" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:`)
+	assert.Contains(t, out, `{APIGroups:[""], Resources:["secrets"], Verbs:["get" "list"]}`)
+	bob.run("create", "rolebinding", "carol-gets", "-n", "team", "--role=cm-getter", "--user=carol")
+	admin.run("create", "clusterrole", "secret-admin", "--verb=*", "--resource=secrets")
+	out = bob.fails("create", "rolebinding", "carol-secrets", "-n", "team", "--clusterrole=secret-admin", "--user=carol")
+	assert.Contains(t, out, `rolebindings.rbac.authorization.k8s.io "carol-secrets" is forbidden: user "bob"`)
+	// Binding a role whose rules bob holds (the reviews every authenticated user has) is fine.
+	bob.run("create", "rolebinding", "carol-reviews", "-n", "team", "--clusterrole=reviews", "--user=carol")
+	// With the bind verb on that role, bob may bind it although he does not hold it.
+	admin.run("create", "role", "binder", "-n", "team", "--verb=bind", "--resource=clusterroles.rbac.authorization.k8s.io", "--resource-name=secret-admin")
+	admin.run("create", "rolebinding", "bob-binds", "-n", "team", "--role=binder", "--user=bob")
+	require.Eventually(t, func() bool {
+		_, err := kubectl(t, bob.kubeconfig, "create", "rolebinding", "carol-secrets", "-n", "team", "--clusterrole=secret-admin", "--user=carol")
+		return err == nil
+	}, 5*time.Second, 20*time.Millisecond, "bind allows what bob does not hold")
 }
 
 // A client certificate from a CA the gateway does not trust completes the TLS handshake and

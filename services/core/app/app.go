@@ -21,7 +21,7 @@ var Service = backend.Service{Name: topology.Core, Served: Served, Setup: Setup}
 
 // Served lists the group/versions and resources core owns, legacy group first.
 func Served() []*discoveryv1.GroupVersion {
-	return registry.NewSet(builtin.Resources()...).Served()
+	return registry.NewSet(builtin.Resources(nil)...).Served()
 }
 
 // Setup installs core's resources and hooks on b.
@@ -30,12 +30,14 @@ func Setup(b *backend.Backend) error {
 	if err != nil {
 		return err
 	}
-	set := registry.NewSet(builtin.Resources()...)
+	escalation := &builtin.Escalation{}
+	set := registry.NewSet(builtin.Resources(escalation)...)
 	b.SetOpenAPI(set)
 	h := registry.NewHandler(scheme, set, storage.NewStore(b.Etcd), b.Stopping())
 	h.WarmUp()
 	b.SetResources(h)
 	client := registry.NewClient(h) // what the controllers read and write through
+	escalation.Policy = builtin.PolicyFrom(client)
 	if err := b.Server.AddPostStartHook("start-system-namespaces-controller", func(ctx context.Context) error {
 		if err := storage.WaitReady(ctx, b.Etcd); err != nil {
 			return err

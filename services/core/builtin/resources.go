@@ -31,8 +31,9 @@ func obj[T any, PT interface {
 	return func() runtime.Object { return PT(new(T)) }
 }
 
-// Resources are the stored resources core serves, legacy group first, in kube's order.
-func Resources() []*registry.Resource {
+// Resources are the stored resources core serves, legacy group first, in kube's order; esc
+// guards role and binding writes.
+func Resources(esc *Escalation) []*registry.Resource {
 	v1 := corev1.SchemeGroupVersion
 	apps := appsv1.SchemeGroupVersion
 	rbac := rbacv1.SchemeGroupVersion
@@ -87,17 +88,17 @@ func Resources() []*registry.Resource {
 		{GroupVersion: rbac, Name: "clusterrolebindings", SingularName: "clusterrolebinding", Kind: "ClusterRoleBinding",
 			ValidateName: rbacName, New: obj[rbacv1.ClusterRoleBinding](), NewList: obj[rbacv1.ClusterRoleBindingList](),
 			Validate: validateClusterRoleBinding, ValidateUpdate: validateClusterRoleBindingUpdate,
-			Columns: bindingColumns, Cells: clusterRoleBindingCells},
+			AuthorizeWrite: esc.clusterRoleBinding, Columns: bindingColumns, Cells: clusterRoleBindingCells},
 		{GroupVersion: rbac, Name: "clusterroles", SingularName: "clusterrole", Kind: "ClusterRole",
 			ValidateName: rbacName, New: obj[rbacv1.ClusterRole](), NewList: obj[rbacv1.ClusterRoleList](),
-			Validate: validateClusterRole, Columns: roleColumns, Cells: roleCells},
+			Validate: validateClusterRole, AuthorizeWrite: esc.clusterRole, Columns: roleColumns, Cells: roleCells},
 		{GroupVersion: rbac, Name: "rolebindings", SingularName: "rolebinding", Kind: "RoleBinding", Namespaced: true,
 			ValidateName: rbacName, New: obj[rbacv1.RoleBinding](), NewList: obj[rbacv1.RoleBindingList](),
 			Validate: validateRoleBinding, ValidateUpdate: validateRoleBindingUpdate,
-			Columns: bindingColumns, Cells: roleBindingCells},
+			AuthorizeWrite: esc.roleBinding, Columns: bindingColumns, Cells: roleBindingCells},
 		{GroupVersion: rbac, Name: "roles", SingularName: "role", Kind: "Role", Namespaced: true,
 			ValidateName: rbacName, New: obj[rbacv1.Role](), NewList: obj[rbacv1.RoleList](),
-			Validate: validateRole, Columns: roleColumns, Cells: roleCells},
+			Validate: validateRole, AuthorizeWrite: esc.role, Columns: roleColumns, Cells: roleCells},
 		{GroupVersion: coordinationv1.SchemeGroupVersion, Name: "leases", SingularName: "lease", Kind: "Lease", Namespaced: true,
 			HasSpec: true, New: obj[coordinationv1.Lease](), NewList: obj[coordinationv1.LeaseList](),
 			Columns: leaseColumns, Cells: leaseCells},

@@ -155,7 +155,7 @@ func (g *Gateway) writeKubeconfig() error {
 
 func (g *Gateway) buildHandler() (http.Handler, error) {
 	g.grpc = grpc.NewServer()
-	resourcev1.RegisterResourceServiceServer(g.grpc, proxy.NewGRPC(g.router))
+	resourcev1.RegisterResourceServiceServer(g.grpc, proxy.NewGRPC(g.router, g.opts.AuthorizationModes))
 	lapi := &lifecycleAPI{g: g}
 	lifecyclev1.RegisterLifecycleServiceServer(g.grpc, lapi)
 	healthpb.RegisterHealthServer(g.grpc, g.health)
@@ -208,7 +208,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 		g.rbacSync = authz.NewSync(rbac, proxy.NewReader(g.router), g.Log)
 	}
 	g.authn, g.authorizer = authentication, authorizer
-	g.rest, g.documents = proxy.NewREST(g.router), discovery.NewDocuments(g.router)
+	g.rest, g.documents = proxy.NewREST(g.router, g.opts.AuthorizationModes), discovery.NewDocuments(g.router)
 	g.reviews = &reviews.Handler{Authn: g.authn, Authorizer: g.authorizer}
 	var retryAfter <-chan struct{}
 	if g.opts.Generic.ShutdownSendRetryAfter {

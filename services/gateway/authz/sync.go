@@ -10,6 +10,7 @@ import (
 	"time"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/rbac"
 	"github.com/apichain/apichain/pkg/rpcstatus"
 	"google.golang.org/grpc"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -245,6 +246,6 @@ func (s *Sync) rebuild() {
 		}
 	}
 	s.mu.Unlock()
-	s.rbac.Set(NewPolicy(clusterRoles, roles, clusterBindings, bindings))
+	s.rbac.Set(rbac.NewPolicy(clusterRoles, roles, clusterBindings, bindings))
 	s.once.Do(func() { close(s.synced) })
 }

@@ -15,19 +15,24 @@ import (
 // same filters as HTTP clients, and are delegated like them.
 type GRPC struct {
 	resourcev1.UnimplementedResourceServiceServer
-	rt *routing.Router
+	rt    *routing.Router
+	modes []string
 }
 
-// NewGRPC delegates through rt.
-func NewGRPC(rt *routing.Router) *GRPC { return &GRPC{rt: rt} }
+// NewGRPC delegates through rt; modes are the gateway's authorization modes, which travel
+// with each caller.
+func NewGRPC(rt *routing.Router, modes []string) *GRPC { return &GRPC{rt: rt, modes: modes} }
 
 func gv(ref *resourcev1.ResourceRef) string {
 	return discovery.GroupVersion(ref.GetGroup(), ref.GetVersion())
 }
 
-// outgoing turns the identity the filters established into backend metadata.
-func outgoing(ctx context.Context) context.Context {
-	return caller.Outgoing(ctx, caller.ForRequest(ctx))
+// outgoing turns the identity the filters established, and the authorization modes that
+// decided, into backend metadata.
+func outgoing(ctx context.Context, modes []string) context.Context {
+	c := caller.ForRequest(ctx)
+	c.AuthorizationModes = modes
+	return caller.Outgoing(ctx, c)
 }
 
 // chainError turns the end of the chain into the kube Status a REST client would get.
@@ -44,58 +49,58 @@ func client(c grpc.ClientConnInterface) resourcev1.ResourceServiceClient {
 
 // call delegates one unary call for ref down the chain with the caller's identity, and passes
 // the backend's warnings on to the gRPC client.
-func call[T any](ctx context.Context, rt *routing.Router, ref *resourcev1.ResourceRef, fn func(context.Context, resourcev1.ResourceServiceClient) (T, error)) (T, error) {
+func call[T any](ctx context.Context, p *GRPC, ref *resourcev1.ResourceRef, fn func(context.Context, resourcev1.ResourceServiceClient) (T, error)) (T, error) {
 	wctx, warns := withWarnings(ctx)
 	defer warns.forwardGRPC(ctx)
-	return chainError(routing.Invoke(outgoing(wctx), rt, gv(ref), func(ctx context.Context, c grpc.ClientConnInterface) (T, error) {
+	return chainError(routing.Invoke(outgoing(wctx, p.modes), p.rt, gv(ref), func(ctx context.Context, c grpc.ClientConnInterface) (T, error) {
 		return fn(ctx, client(c))
 	}))
 }
 
 func (p *GRPC) Get(ctx context.Context, req *resourcev1.GetRequest) (*resourcev1.GetResponse, error) {
-	return call(ctx, p.rt, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.GetResponse, error) {
+	return call(ctx, p, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.GetResponse, error) {
 		return c.Get(ctx, req)
 	})
 }
 
 func (p *GRPC) List(ctx context.Context, req *resourcev1.ListRequest) (*resourcev1.ListResponse, error) {
-	return call(ctx, p.rt, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.ListResponse, error) {
+	return call(ctx, p, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.ListResponse, error) {
 		return c.List(ctx, req)
 	})
 }
 
 func (p *GRPC) Create(ctx context.Context, req *resourcev1.CreateRequest) (*resourcev1.CreateResponse, error) {
-	return call(ctx, p.rt, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.CreateResponse, error) {
+	return call(ctx, p, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.CreateResponse, error) {
 		return c.Create(ctx, req)
 	})
 }
 
 func (p *GRPC) Update(ctx context.Context, req *resourcev1.UpdateRequest) (*resourcev1.UpdateResponse, error) {
-	return call(ctx, p.rt, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.UpdateResponse, error) {
+	return call(ctx, p, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.UpdateResponse, error) {
 		return c.Update(ctx, req)
 	})
 }
 
 func (p *GRPC) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*resourcev1.PatchResponse, error) {
-	return call(ctx, p.rt, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.PatchResponse, error) {
+	return call(ctx, p, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.PatchResponse, error) {
 		return c.Patch(ctx, req)
 	})
 }
 
 func (p *GRPC) Delete(ctx context.Context, req *resourcev1.DeleteRequest) (*resourcev1.DeleteResponse, error) {
-	return call(ctx, p.rt, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.DeleteResponse, error) {
+	return call(ctx, p, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.DeleteResponse, error) {
 		return c.Delete(ctx, req)
 	})
 }
 
 func (p *GRPC) DeleteCollection(ctx context.Context, req *resourcev1.DeleteCollectionRequest) (*resourcev1.DeleteCollectionResponse, error) {
-	return call(ctx, p.rt, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.DeleteCollectionResponse, error) {
+	return call(ctx, p, req.GetRef(), func(ctx context.Context, c resourcev1.ResourceServiceClient) (*resourcev1.DeleteCollectionResponse, error) {
 		return c.DeleteCollection(ctx, req)
 	})
 }
 
 func (p *GRPC) Watch(req *resourcev1.WatchRequest, out grpc.ServerStreamingServer[resourcev1.WatchResponse]) error {
-	in, err := chainError(routing.Invoke(outgoing(out.Context()), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
+	in, err := chainError(routing.Invoke(outgoing(out.Context(), p.modes), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
 		return openWatch(ctx, c, req)
 	}))
 	if err != nil {

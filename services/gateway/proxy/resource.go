@@ -125,16 +125,18 @@ func deleteOptions(r *http.Request) *resourcev1.DeleteOptions {
 
 // REST serves kube's resource requests by delegating them down the chain.
 type REST struct {
-	rt *routing.Router
+	rt    *routing.Router
+	modes []string
 }
 
-// NewREST delegates through rt.
-func NewREST(rt *routing.Router) *REST { return &REST{rt: rt} }
+// NewREST delegates through rt; modes are the gateway's authorization modes, which travel with
+// each caller.
+func NewREST(rt *routing.Router, modes []string) *REST { return &REST{rt: rt, modes: modes} }
 
 // ServeResource maps a kube resource request onto the ResourceService, with the caller the
 // filters identified.
 func (p *REST) ServeResource(w http.ResponseWriter, r *http.Request, info *requestinfo.RequestInfo) {
-	ctx := outgoing(r.Context())
+	ctx := outgoing(r.Context(), p.modes)
 	ref := &resourcev1.ResourceRef{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource,
 		Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name}
 	q := r.URL.Query()

@@ -409,14 +409,17 @@ func (x *DeleteOptions) GetPropagationPolicy() string {
 // Caller is the authenticated user as the gateway saw it, sent in the binary metadata
 // key "apichain-caller-bin". Backends trust it only from the gateway.
 type Caller struct {
-	state         protoimpl.MessageState  `protogen:"open.v1"`
-	Name          string                  `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Uid           string                  `protobuf:"bytes,2,opt,name=uid,proto3" json:"uid,omitempty"`
-	Groups        []string                `protobuf:"bytes,3,rep,name=groups,proto3" json:"groups,omitempty"`
-	Extra         map[string]*ExtraValues `protobuf:"bytes,4,rep,name=extra,proto3" json:"extra,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	AuditId       string                  `protobuf:"bytes,5,opt,name=audit_id,json=auditId,proto3" json:"audit_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state   protoimpl.MessageState  `protogen:"open.v1"`
+	Name    string                  `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Uid     string                  `protobuf:"bytes,2,opt,name=uid,proto3" json:"uid,omitempty"`
+	Groups  []string                `protobuf:"bytes,3,rep,name=groups,proto3" json:"groups,omitempty"`
+	Extra   map[string]*ExtraValues `protobuf:"bytes,4,rep,name=extra,proto3" json:"extra,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	AuditId string                  `protobuf:"bytes,5,opt,name=audit_id,json=auditId,proto3" json:"audit_id,omitempty"`
+	// authorization_modes are the gateway's --authorization-mode, in order: a backend that
+	// authorizes part of a write itself (RBAC escalation prevention) asks the same chain.
+	AuthorizationModes []string `protobuf:"bytes,6,rep,name=authorization_modes,json=authorizationModes,proto3" json:"authorization_modes,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Caller) Reset() {
@@ -482,6 +485,13 @@ func (x *Caller) GetAuditId() string {
 		return x.AuditId
 	}
 	return ""
+}
+
+func (x *Caller) GetAuthorizationModes() []string {
+	if x != nil {
+		return x.AuthorizationModes
+	}
+	return nil
 }
 
 // ExtraValues are the values of one user-info extra key.
@@ -614,13 +624,14 @@ const file_apichain_resource_v1_types_proto_rawDesc = "" +
 	"\rDeleteOptions\x12\x17\n" +
 	"\adry_run\x18\x01 \x03(\tR\x06dryRun\x120\n" +
 	"\x14grace_period_seconds\x18\x02 \x01(\x03R\x12gracePeriodSeconds\x12-\n" +
-	"\x12propagation_policy\x18\x03 \x01(\tR\x11propagationPolicy\"\xfd\x01\n" +
+	"\x12propagation_policy\x18\x03 \x01(\tR\x11propagationPolicy\"\xae\x02\n" +
 	"\x06Caller\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\tR\x03uid\x12\x16\n" +
 	"\x06groups\x18\x03 \x03(\tR\x06groups\x12=\n" +
 	"\x05extra\x18\x04 \x03(\v2'.apichain.resource.v1.Caller.ExtraEntryR\x05extra\x12\x19\n" +
-	"\baudit_id\x18\x05 \x01(\tR\aauditId\x1a[\n" +
+	"\baudit_id\x18\x05 \x01(\tR\aauditId\x12/\n" +
+	"\x13authorization_modes\x18\x06 \x03(\tR\x12authorizationModes\x1a[\n" +
 	"\n" +
 	"ExtraEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x127\n" +
