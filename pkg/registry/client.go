@@ -51,6 +51,12 @@ func (c *Client) List(ctx context.Context, r *Resource, namespace, fieldSelector
 	return res.items, nil
 }
 
+// Create creates obj in namespace as a POST does (defaulting, validation, field managers).
+func (c *Client) Create(ctx context.Context, r *Resource, namespace string, obj runtime.Object) error {
+	_, err := c.h.create(ctx, r, namespace, obj, false)
+	return err
+}
+
 // Delete deletes an object as a DELETE request does: finalizers (including the one its
 // propagation policy adds) hold it and preconditions guard it; opts may be nil. deleted
 // reports whether it is gone rather than marked for deletion.

@@ -176,3 +176,39 @@ func TestUntrustedClientCertificateIs401(t *testing.T) {
 		assert.JSONEq(t, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}`, string(body))
 	}
 }
+
+// Core creates kube's default roles and bindings at start (rbac/bootstrap-roles), and its
+// aggregation controller fills admin, edit and view from the roles labelled for them,
+// including a user's.
+func TestBootstrapPolicyAndAggregation(t *testing.T) {
+	c, _ := startAllInOne(t)
+	k := kc{t: t, kubeconfig: filepath.Join(c.data, "admin.kubeconfig")}
+	assert.Contains(t, k.run("get", "--raw", "/readyz?verbose"), "[+]core/poststarthook/rbac/bootstrap-roles ok")
+	out := k.run("get", "clusterrolebinding", "cluster-admin", "system:public-info-viewer", "-o", "wide")
+	assert.Regexp(t, `(?m)^cluster-admin\s+ClusterRole/cluster-admin\s+\S+\s+system:masters`, out)
+	assert.Regexp(t, `(?m)^system:public-info-viewer\s+ClusterRole/system:public-info-viewer\s+\S+\s+system:authenticated, system:unauthenticated`, out)
+	out = k.run("get", "role", "-n", "kube-system", "extension-apiserver-authentication-reader", "-o", "jsonpath={.metadata.labels}")
+	assert.Contains(t, out, `"kubernetes.io/bootstrapping":"rbac-defaults"`)
+
+	viewRules := func() string {
+		out, _ := kubectl(t, k.kubeconfig, "get", "clusterrole", "view", "-o", "jsonpath={.rules[*].resources}")
+		return out
+	}
+	require.Eventually(t, func() bool { return strings.Contains(viewRules(), "configmaps") }, 10*time.Second, 20*time.Millisecond,
+		"view aggregates system:aggregate-to-view")
+	widgets := filepath.Join(t.TempDir(), "widgets-view.yaml")
+	writeFile(t, widgets, `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: widgets-view
+  labels: {rbac.authorization.k8s.io/aggregate-to-view: "true"}
+rules:
+- {apiGroups: [example.com], resources: [widgets], verbs: [get, list]}
+`)
+	k.run("create", "-f", widgets)
+	require.Eventually(t, func() bool { return strings.Contains(viewRules(), "widgets") }, 10*time.Second, 20*time.Millisecond,
+		"view picks up a labelled role")
+	k.run("delete", "clusterrole", "widgets-view")
+	require.Eventually(t, func() bool { return !strings.Contains(viewRules(), "widgets") }, 10*time.Second, 20*time.Millisecond,
+		"and lets it go")
+}

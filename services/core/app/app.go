@@ -8,11 +8,13 @@ import (
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	"github.com/apichain/apichain/pkg/backend"
+	"github.com/apichain/apichain/pkg/controller/clusterroleaggregation"
 	"github.com/apichain/apichain/pkg/controller/garbagecollector"
 	"github.com/apichain/apichain/pkg/controller/namespace"
 	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/storage"
 	"github.com/apichain/apichain/pkg/topology"
+	"github.com/apichain/apichain/services/core/bootstrap"
 	"github.com/apichain/apichain/services/core/builtin"
 )
 
@@ -60,6 +62,23 @@ func Setup(b *backend.Backend) error {
 				}
 			}
 		}()
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := b.Server.AddPostStartHook("rbac/bootstrap-roles", func(ctx context.Context) error {
+		if err := storage.WaitReady(ctx, b.Etcd); err != nil {
+			return err
+		}
+		// The default roles include some in kube-system and kube-public.
+		return bootstrap.Ensure(ctx, client, func(ctx context.Context) error {
+			return h.EnsureNamespaces(ctx, registry.SystemNamespaces)
+		})
+	}); err != nil {
+		return err
+	}
+	if err := b.Server.AddPostStartHook("start-clusterrole-aggregation-controller", func(ctx context.Context) error {
+		go clusterroleaggregation.Run(ctx, client, b.Log, 5*time.Minute)
 		return nil
 	}); err != nil {
 		return err
