@@ -176,11 +176,16 @@ func (c *watchCache) reset() {
 const blockTimeout = 3 * time.Second
 
 // waitFresh waits until the cache has seen revision rev, asking etcd for a progress
-// notification if the resource is quiet. After blockTimeout it gives up: with
+// notification if the resource is quiet. After timeout it gives up: with
 // errCacheNotReady while the cache is not synced, otherwise with kube's "Too large resource
 // version" naming the cache's revision.
-func (c *watchCache) waitFresh(ctx context.Context, rev uint64) error {
-	deadline := time.NewTimer(blockTimeout)
+// consistentReadTimeout is how long a most-recent read waits for the cache to reach etcd's
+// current revision before etcd serves it instead. etcd ignores a progress request while the
+// watch stream catches up with a burst of writes, so waiting longer would only delay it.
+const consistentReadTimeout = 250 * time.Millisecond
+
+func (c *watchCache) waitFresh(ctx context.Context, rev uint64, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	asked, expired := false, false
 	for {
@@ -225,7 +230,7 @@ func (c *watchCache) get(ctx context.Context, namespace, name, rv string) (runti
 		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
 			Code: http.StatusUnprocessableEntity, Reason: metav1.StatusReasonInvalid, Message: err.Error()}}
 	}
-	if err := c.waitFresh(ctx, minimum); err != nil {
+	if err := c.waitFresh(ctx, minimum, blockTimeout); err != nil {
 		if err == errCacheNotReady {
 			return nil, err
 		}

@@ -253,12 +253,12 @@ func (h *Handler) listFromCache(ctx context.Context, r *Resource, keyPrefix stri
 	case opts.GetResourceVersion() == "0":
 		limit = 0
 	case rv > 0:
-		if c.waitFresh(ctx, uint64(rv)) != nil {
+		if c.waitFresh(ctx, uint64(rv), blockTimeout) != nil {
 			return nil, false
 		}
 	default:
 		current, err := h.store.CurrentRevision(ctx)
-		if err != nil || c.waitFresh(ctx, uint64(current)) != nil {
+		if err != nil || c.waitFresh(ctx, uint64(current), consistentReadTimeout) != nil {
 			return nil, false
 		}
 	}

@@ -232,7 +232,7 @@ func (w *watcher) fromCache(ctx context.Context, c *watchCache, ns string, req *
 	if replay && req.GetOptions().GetResourceVersion() == "" {
 		// "Most recent": the replay must include every write acknowledged before the watch.
 		current, err := w.h.store.CurrentRevision(ctx)
-		if err != nil || c.waitFresh(ctx, uint64(current)) != nil {
+		if err != nil || c.waitFresh(ctx, uint64(current), consistentReadTimeout) != nil {
 			return false, nil
 		}
 	}

@@ -157,15 +157,23 @@ func TestAllInOneDiscoveryAndErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.WithinDuration(t, time.Now(), built, time.Hour, "the binary was built for this test run")
 
-	// No credentials: health is public, the API is not.
+	// No credentials: system:anonymous, and RBAC's default roles make health and version
+	// public, the API not (kube's 403, byte for byte as recorded from kube-apiserver).
 	anon := c.anonymous()
-	code, body, _ = doGet(t, anon, c.base+"/readyz")
-	assert.Equal(t, http.StatusOK, code, body)
-	code, body, _ = doGet(t, anon, c.base+"/api/v1/namespaces")
-	assert.Equal(t, http.StatusUnauthorized, code)
-	assert.Contains(t, body, `"reason":"Unauthorized"`)
-	code, _, _ = doGet(t, anon, c.base+"/debug/pprof/")
-	assert.Equal(t, http.StatusUnauthorized, code, "pprof is not public")
+	for _, path := range []string{"/readyz", "/livez", "/healthz", "/version"} {
+		code, body, _ = doGet(t, anon, c.base+path)
+		assert.Equal(t, http.StatusOK, code, "%s: %s", path, body)
+	}
+	k := kc{t: t, kubeconfig: filepath.Join(c.dataDir(), "admin.kubeconfig")}
+	k.run("create", "namespace", "demo")
+	code, body, _ = doGet(t, anon, c.base+"/api/v1/namespaces/demo/configmaps")
+	assert.Equal(t, http.StatusForbidden, code)
+	assert.JSONEq(t, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+		"message":"configmaps is forbidden: User \"system:anonymous\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"demo\"",
+		"reason":"Forbidden","details":{"kind":"configmaps"},"code":403}`, body)
+	code, body, _ = doGet(t, anon, c.base+"/debug/pprof/")
+	assert.Equal(t, http.StatusForbidden, code, "pprof is not public")
+	assert.Contains(t, body, `forbidden: User \"system:anonymous\" cannot get path \"/debug/pprof/\"`)
 
 	// Malformed timeout is a 400 Status, not a 500.
 	code, body, _ = c.get("/api/v1?timeout=banana")
@@ -177,11 +185,11 @@ func TestAllInOneDiscoveryAndErrors(t *testing.T) {
 }
 
 // An over-limit burst gets 429 with Retry-After (system:masters is exempt, as in kube, so the
-// burst comes from a token user).
+// burst comes from a token user, whom AlwaysAllow lets hold a CPU profile).
 func TestMaxInFlightBurst(t *testing.T) {
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
 	require.NoError(t, os.WriteFile(tokens, []byte("burst-token,alice,1001,\"devs\"\n"), 0o600))
-	c, _ := startAllInOne(t, "--max-requests-inflight", "1", "--token-auth-file", tokens)
+	c, _ := startAllInOne(t, "--max-requests-inflight", "1", "--token-auth-file", tokens, "--authorization-mode=AlwaysAllow")
 	alice := c.anonymous()
 	get := func(path string) (int, http.Header) {
 		req, err := http.NewRequest(http.MethodGet, c.base+path, nil)

@@ -16,6 +16,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -262,10 +263,22 @@ func TestClientGoReviews(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, tr.Status.Authenticated)
 
-	sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: "alice", ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "configmaps", Namespace: "default"}}}, metav1.CreateOptions{})
+	access := func(u string, groups ...string) authorizationv1.SubjectAccessReviewStatus {
+		sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: u, Groups: groups, ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "configmaps", Namespace: "default"}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return sar.Status
+	}
+	assert.False(t, access("alice", "devs").Allowed, "no binding gives alice configmaps")
+	st := access("root", "system:masters")
+	assert.True(t, st.Allowed, "system:masters may")
+	_, err = cs.RbacV1().RoleBindings("default").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "devs-view"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects: []rbacv1.Subject{{Kind: "Group", APIGroup: rbacv1.GroupName, Name: "devs"}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	assert.True(t, sar.Status.Allowed, "AlwaysAllow")
+	require.Eventually(t, func() bool { return access("alice", "devs").Allowed }, 10*time.Second, 20*time.Millisecond,
+		"the gateway's RBAC answers once the binding arrives")
+	assert.Equal(t, `RBAC: allowed by RoleBinding "devs-view/default" of ClusterRole "view" to Group "devs"`, access("alice", "devs").Reason)
 
 	ssr, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	require.NoError(t, err)

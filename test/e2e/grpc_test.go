@@ -77,7 +77,8 @@ func TestGRPCOnGatewayPort(t *testing.T) {
 	assert.EqualValues(t, 404, kube.Code)
 	assert.Equal(t, "NotFound", string(kube.Reason))
 
-	// Without a client certificate the gRPC call is unauthenticated, as an HTTP one would be.
+	// Without a client certificate the gRPC call is system:anonymous, whom RBAC denies, as it
+	// would an HTTP request.
 	_, err = lifecyclev1.NewLifecycleServiceClient(grpcConn(t, c, false)).ListInstanceStates(ctx, &lifecyclev1.ListInstanceStatesRequest{})
-	assert.Equal(t, codes.Unauthenticated, status.Code(err), "%v", err)
+	assert.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
 }

@@ -212,3 +212,13 @@ rules:
 	require.Eventually(t, func() bool { return !strings.Contains(viewRules(), "widgets") }, 10*time.Second, 20*time.Millisecond,
 		"and lets it go")
 }
+
+// With --anonymous-auth=false a request without credentials is 401 everywhere, health
+// included, as on kube.
+func TestAnonymousAuthDisabled(t *testing.T) {
+	c, _ := startAllInOne(t, "--anonymous-auth=false")
+	for _, path := range []string{"/readyz", "/version", "/api"} {
+		code, body, _ := doGet(t, c.anonymous(), c.base+path)
+		assert.Equal(t, http.StatusUnauthorized, code, "%s: %s", path, body)
+	}
+}

@@ -81,7 +81,7 @@ func TestStartupTimeline(t *testing.T) {
 	assert.NotRegexp(t, `(?i)(src|href)\s*=|https?://|@import|url\(`, html, "the page loads nothing from the network")
 
 	code, _, _ = doGet(t, c.anonymous(), c.base+"/debug/startup")
-	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.Equal(t, http.StatusForbidden, code, "system:anonymous may not read it")
 
 	_, metrics, _ := c.get("/metrics")
 	assert.Contains(t, metrics, `apiserver_startup_duration_seconds{instance=`)

@@ -196,9 +196,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 		}
 		authentication.Authenticators = append(authentication.Authenticators, tf)
 	}
-	if g.opts.AnonymousAuth {
-		authentication.AnonymousPaths = []string{"/healthz", "/livez", "/readyz", "/version"}
-	}
+	authentication.Anonymous = g.opts.AnonymousAuth
 	rbac := &authz.RBAC{}
 	authorizer, err := authz.New(g.opts.AuthorizationModes, rbac)
 	if err != nil {
@@ -296,11 +294,18 @@ func (g *Gateway) dial(addr string) (grpc.ClientConnInterface, error) { return g
 // retainConns closes connections to instances that are gone.
 func (g *Gateway) retainConns() {
 	keep := map[string]bool{}
+	var ready []string
 	for _, st := range g.registry.Instances() {
 		keep[st.GetAddress()] = true
+		if lifecycle.Routable(st) {
+			ready = append(ready, st.GetAddress())
+		}
 	}
 	for _, a := range g.staticAddresses() {
 		keep[a] = true
 	}
 	g.pool.Retain(keep)
+	// An instance that says it is ready is dialled again now, not after the connection's
+	// backoff from when it was down (a restarted replica on the same address).
+	g.pool.Reconnect(ready)
 }

@@ -52,13 +52,12 @@ type Options struct {
 // NewOptions returns kube-apiserver's defaults where it has them.
 func NewOptions() *Options {
 	return &Options{
-		Lifecycle:     lifecycle.NewOptions(),
-		BindAddress:   "0.0.0.0",
-		SecurePort:    topology.GatewayPort,
-		DataDir:       "apichain-data",
-		AnonymousAuth: true,
-		// RBAC becomes the default once core bootstraps kube's default roles.
-		AuthorizationModes:          []string{authz.ModeAlwaysAllow},
+		Lifecycle:                   lifecycle.NewOptions(),
+		BindAddress:                 "0.0.0.0",
+		SecurePort:                  topology.GatewayPort,
+		DataDir:                     "apichain-data",
+		AnonymousAuth:               true,
+		AuthorizationModes:          []string{authz.ModeRBAC},
 		BackendServerName:           topology.BackendServerName,
 		BackendAddresses:            map[string][]string{},
 		RequestTimeout:              60 * time.Second,
@@ -78,7 +77,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.AuthorizationModes, "authorization-mode", o.AuthorizationModes,
 		"Ordered list of authorizers after system:masters: "+strings.Join(authz.Modes, ", ")+". RBAC reads roles and bindings from core.")
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, "Static bearer tokens, CSV: token,user,uid,\"group1,group2\".")
-	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth, "Let requests without credentials reach /healthz, /livez, /readyz and /version as system:anonymous.")
+	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth, "Requests without credentials are system:anonymous, for the authorizer to decide on (RBAC lets them read /healthz, /livez, /readyz and /version); otherwise they are 401.")
 	fs.StringVar(&o.HSTSDirectives, "strict-transport-security-directives", o.HSTSDirectives, "Strict-Transport-Security header value; empty sends none.")
 	fs.StringVar(&o.BackendCAFile, "backend-ca-file", o.BackendCAFile, "CA of the backends' serving certificates (default: the generated CA).")
 	fs.StringVar(&o.BackendClientCertFile, "backend-client-cert-file", o.BackendClientCertFile, "Client certificate for the backends (default: generated).")

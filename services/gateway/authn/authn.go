@@ -29,9 +29,10 @@ func (f AuthenticatorFunc) AuthenticateRequest(r *http.Request) (*user.User, boo
 // Authentication is the ordered list of authenticators and the anonymous rule.
 type Authentication struct {
 	Authenticators []Authenticator
-	// AnonymousPaths are the non-resource paths anonymous requests may reach (health and
-	// version); anywhere else a request without credentials is 401. Empty disables anonymous.
-	AnonymousPaths []string
+	// Anonymous makes a request without credentials system:anonymous in
+	// system:unauthenticated, for the authorizer to decide on (kube's --anonymous-auth);
+	// without it such a request is 401.
+	Anonymous bool
 }
 
 // WithAuthenticatedGroup adds system:authenticated as kube's AuthenticatedGroupAdder does:

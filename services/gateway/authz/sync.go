@@ -102,12 +102,17 @@ func (s *Sync) Run(ctx context.Context) {
 // follow lists and watches one resource until ctx ends, retrying while core is away.
 func (s *Sync) follow(ctx context.Context, kind int) {
 	rv := ""
+	// Until the first sync core is coming up with the gateway, whose readiness waits on this:
+	// retry soon. Afterwards back off to a second.
+	const soon = 25 * time.Millisecond
+	backoff := soon
 	for ctx.Err() == nil {
 		var err error
 		if rv == "" {
 			rv, err = s.list(ctx, kind)
 		}
 		if err == nil {
+			backoff = soon
 			rv, err = s.watch(ctx, kind, rv)
 		}
 		if ctx.Err() != nil {
@@ -118,7 +123,12 @@ func (s *Sync) follow(ctx context.Context, kind int) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(200 * time.Millisecond):
+			case <-time.After(backoff):
+			}
+			select {
+			case <-s.synced:
+				backoff = min(2*backoff, time.Second)
+			default:
 			}
 		}
 	}

@@ -3,7 +3,6 @@ package filters
 import (
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/apichain/apichain/pkg/user"
 	"github.com/apichain/apichain/services/gateway/authn"
@@ -37,7 +36,7 @@ func WithAuthentication(next http.Handler, a authn.Authentication, log *slog.Log
 			unauthorized(w)
 			return
 		}
-		if anonymousAllowed(r.URL.Path, a.AnonymousPaths) {
+		if a.Anonymous {
 			u := &user.User{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
 			next.ServeHTTP(w, r.WithContext(user.WithUser(r.Context(), u)))
 			return
@@ -48,13 +47,4 @@ func WithAuthentication(next http.Handler, a authn.Authentication, log *slog.Log
 
 func unauthorized(w http.ResponseWriter) {
 	WriteError(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
-}
-
-func anonymousAllowed(path string, allowed []string) bool {
-	for _, p := range allowed {
-		if path == p || strings.HasPrefix(path, p+"/") {
-			return true
-		}
-	}
-	return false
 }

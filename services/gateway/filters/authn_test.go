@@ -65,26 +65,25 @@ func verifiedTLS(cn string, orgs ...string) *tls.ConnectionState {
 func TestWithAuthentication(t *testing.T) {
 	tf, err := authn.ParseTokenFile(strings.NewReader(authnTokens))
 	require.NoError(t, err)
-	anonPaths := []string{"/readyz", "/livez", "/healthz", "/version"}
 
 	cases := []struct {
-		name      string
-		authns    []authn.Authenticator // default: token file, then x509
-		anonPaths []string              // default: anonPaths
-		noAnon    bool
-		path      string
-		authz     string
-		tls       *tls.ConnectionState
-		wantUser  string // "" wants 401
-		wantGrps  []string
+		name     string
+		authns   []authn.Authenticator // default: token file, then x509
+		noAnon   bool
+		path     string
+		authz    string
+		tls      *tls.ConnectionState
+		wantUser string // "" wants 401
+		wantGrps []string
 	}{
 		// no credentials
-		{name: "api without credentials", path: "/api/v1/namespaces/ns/pods"},
+		{name: "api without credentials is anonymous, for the authorizer", path: "/api/v1/namespaces/ns/pods",
+			wantUser: user.Anonymous, wantGrps: []string{user.AllUnauthenticated}},
+		{name: "api without credentials and anonymous disabled", path: "/api/v1/namespaces/ns/pods", noAnon: true},
 		{name: "readyz anonymous", path: "/readyz", wantUser: user.Anonymous, wantGrps: []string{user.AllUnauthenticated}},
 		{name: "readyz subpath anonymous", path: "/readyz/ping", wantUser: user.Anonymous, wantGrps: []string{user.AllUnauthenticated}},
 		{name: "version anonymous", path: "/version", wantUser: user.Anonymous, wantGrps: []string{user.AllUnauthenticated}},
-		{name: "readyzfoo is not readyz", path: "/readyzfoo"},
-		{name: "root is not anonymous", path: "/"},
+		{name: "any path", path: "/", wantUser: user.Anonymous, wantGrps: []string{user.AllUnauthenticated}},
 		{name: "anonymous disabled", path: "/readyz", noAnon: true},
 
 		// bearer tokens
@@ -98,14 +97,14 @@ func TestWithAuthentication(t *testing.T) {
 		{name: "invalid token is never anonymous", path: "/readyz", authz: "Bearer nope"},
 		{name: "empty token is no credential", path: "/readyz", authz: "Bearer  tok-alice",
 			wantUser: user.Anonymous, wantGrps: []string{user.AllUnauthenticated}},
-		{name: "basic auth is not ours", path: "/api/v1/pods", authz: "Basic YWxpY2U6cHc="},
+		{name: "basic auth is not ours", path: "/api/v1/pods", authz: "Basic YWxpY2U6cHc=", wantUser: user.Anonymous, wantGrps: []string{user.AllUnauthenticated}},
 
 		// client certificates
 		{name: "x509 user and groups", path: "/api/v1/pods", tls: verifiedTLS("carol", "team-a", "team-b"),
 			wantUser: "carol", wantGrps: []string{"team-a", "team-b", user.AllAuthenticated}},
 		{name: "x509 without O", path: "/api/v1/pods", tls: verifiedTLS("dave"),
 			wantUser: "dave", wantGrps: []string{user.AllAuthenticated}},
-		{name: "x509 without CN", path: "/api/v1/pods", tls: verifiedTLS("", "team-a")},
+		{name: "x509 without CN is no credential", path: "/api/v1/pods", tls: verifiedTLS("", "team-a"), wantUser: user.Anonymous, wantGrps: []string{user.AllUnauthenticated}},
 		{name: "certificate from another CA is 401, not anonymous", path: "/readyz", tls: peerTLS(strangerCA, "eve")},
 		{name: "x509 already in system:authenticated", path: "/api/v1/pods", tls: verifiedTLS("frank", user.AllAuthenticated),
 			wantUser: "frank", wantGrps: []string{user.AllAuthenticated}},
@@ -125,17 +124,14 @@ func TestWithAuthentication(t *testing.T) {
 				return nil, false, errors.New("backend down")
 			}), tf},
 			wantUser: "bob", wantGrps: []string{user.AllAuthenticated}},
-		{name: "no authenticators", path: "/api/v1/pods", authz: "Bearer tok-bob", authns: []authn.Authenticator{}},
+		{name: "a token nobody reads", path: "/api/v1/pods", authz: "Bearer tok-bob", authns: []authn.Authenticator{}, wantUser: user.Anonymous, wantGrps: []string{user.AllUnauthenticated}},
+		{name: "a token nobody reads, no anonymous", path: "/api/v1/pods", authz: "Bearer tok-bob", authns: []authn.Authenticator{}, noAnon: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			authns := tc.authns
 			if authns == nil {
 				authns = []authn.Authenticator{tf, authn.X509Authenticator(clientCAs())}
-			}
-			paths := anonPaths
-			if tc.noAnon {
-				paths = nil
 			}
 			var gotUser *user.User
 			var gotAuthz []string
@@ -144,7 +140,7 @@ func TestWithAuthentication(t *testing.T) {
 				called = true
 				gotUser, _ = user.From(r.Context())
 				gotAuthz = r.Header.Values("Authorization")
-			}), authn.Authentication{Authenticators: authns, AnonymousPaths: paths}, discardLog)
+			}), authn.Authentication{Authenticators: authns, Anonymous: !tc.noAnon}, discardLog)
 
 			req := httptest.NewRequest("GET", tc.path, nil)
 			if tc.authz != "" {
@@ -195,29 +191,4 @@ func TestWithAuthenticationTokenUserDetails(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, []string{"dev", "ops"}, u.Groups)
-}
-
-func TestAnonymousAllowed(t *testing.T) {
-	allowed := []string{"/readyz", "/version"}
-	cases := map[string]bool{
-		"/readyz":        true,
-		"/readyz/":       true,
-		"/readyz/ping":   true,
-		"/readyz/etcd/x": true,
-		"/version":       true,
-		"/readyzfoo":     false,
-		"/readyz-x":      false,
-		"/api/v1/pods":   false,
-		"/":              false,
-		"":               false,
-		"/versions":      false,
-		"/api/v1/readyz": false,
-		"readyz":         false,
-		"/healthz":       false,
-		"//readyz":       false,
-	}
-	for path, want := range cases {
-		assert.Equal(t, want, anonymousAllowed(path, allowed), path)
-	}
-	assert.False(t, anonymousAllowed("/readyz", nil))
 }

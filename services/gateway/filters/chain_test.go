@@ -187,9 +187,9 @@ func newChain(t *testing.T) *chainFixture {
 		}
 		_, _ = io.WriteString(w, "ok")
 	})
-	// bob may do nothing but health checks; everyone else what authentication let through.
+	// bob and anonymous may do nothing but non-resource requests; everyone else anything.
 	authorizer := authorizerFunc(func(u *user.User, info *requestinfo.RequestInfo) (bool, string) {
-		return u.Name != "bob" || !info.IsResourceRequest, ""
+		return (u.Name != "bob" && u.Name != user.Anonymous) || !info.IsResourceRequest, ""
 	})
 	f.h = BuildHandlerChain(final, ChainConfig{
 		Log:                         discardLog,
@@ -198,7 +198,7 @@ func newChain(t *testing.T) *chainFixture {
 		MaxMutatingRequestsInFlight: 10,
 		Authentication: authn.Authentication{
 			Authenticators: []authn.Authenticator{tf, authn.X509Authenticator(clientCAs())},
-			AnonymousPaths: []string{"/readyz", "/livez", "/healthz", "/version"},
+			Anonymous:      true,
 		},
 		Authorizer:     authorizer,
 		HSTSDirectives: "max-age=31536000",
@@ -326,8 +326,9 @@ func TestChainRejections(t *testing.T) {
 		beforeHeaders bool
 	}{
 		{
-			name: "no credentials", method: "GET", target: "/api/v1/namespaces/ns/pods",
-			want: wantStatus{http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized"},
+			name: "no credentials: anonymous, then the authorizer", method: "GET", target: "/api/v1/namespaces/ns/pods",
+			want: wantStatus{http.StatusForbidden, metav1.StatusReasonForbidden,
+				`pods is forbidden: User "system:anonymous" cannot list resource "pods" in API group "" in the namespace "ns"`},
 		},
 		{
 			name: "bad token", method: "GET", target: "/readyz", token: "nope",

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 )
 
@@ -44,6 +45,18 @@ func (p *Pool) Retain(keep map[string]bool) {
 		if !keep[addr] {
 			_ = c.Close()
 			delete(p.conns, addr)
+		}
+	}
+}
+
+// Reconnect makes the connections to addrs, if any, that are waiting out a reconnect
+// backoff try again at once.
+func (p *Pool) Reconnect(addrs []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, a := range addrs {
+		if c, ok := p.conns[a]; ok && c.GetState() == connectivity.TransientFailure {
+			c.ResetConnectBackoff()
 		}
 	}
 }
