@@ -222,3 +222,39 @@ func TestAnonymousAuthDisabled(t *testing.T) {
 		assert.Equal(t, http.StatusUnauthorized, code, "%s: %s", path, body)
 	}
 }
+
+// kubectl --as and --as-group: an authorized user acts as another, RBAC then decides for
+// the impersonated user, and kubectl auth can-i --as answers for them; a user without the
+// impersonate verb gets kube's 403.
+func TestImpersonation(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	require.NoError(t, os.WriteFile(tokens, []byte("bob-token,bob,1002\n"), 0o600))
+	c, _ := startAllInOne(t, "--token-auth-file", tokens)
+	admin := kc{t: t, kubeconfig: filepath.Join(c.data, "admin.kubeconfig")}
+	bob := kc{t: t, kubeconfig: tokenKubeconfig(t, c, "bob-token")}
+	admin.run("create", "namespace", "team")
+
+	// Given groups are all the groups: without system:authenticated even asking who one is
+	// is not allowed, as on kube.
+	out := admin.fails("auth", "whoami", "--as", "bob", "--as-group", "devs")
+	assert.Contains(t, out, "not enabled in the cluster or you do not have permission")
+	out = admin.run("auth", "whoami", "--as", "bob", "--as-group", "devs", "--as-group", "system:authenticated",
+		"-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}")
+	assert.Equal(t, `bob ["devs","system:authenticated"]`, out)
+	out = admin.run("auth", "whoami", "--as", "system:serviceaccount:team:ci", "-o", "jsonpath={.status.userInfo.groups}")
+	assert.Equal(t, `["system:serviceaccounts","system:serviceaccounts:team","system:authenticated"]`, out)
+
+	out = admin.fails("get", "configmaps", "-n", "team", "--as", "bob")
+	assert.Contains(t, out, `User "bob" cannot list resource "configmaps" in API group "" in the namespace "team"`)
+	out, _ = kubectl(t, admin.kubeconfig, "auth", "can-i", "list", "configmaps", "-n", "team", "--as", "bob")
+	assert.Equal(t, "no", strings.TrimSpace(out))
+	admin.run("create", "rolebinding", "bob-views", "-n", "team", "--clusterrole=view", "--user=bob")
+	require.Eventually(t, func() bool {
+		out, _ := kubectl(t, admin.kubeconfig, "auth", "can-i", "list", "configmaps", "-n", "team", "--as", "bob")
+		return strings.TrimSpace(out) == "yes"
+	}, 5*time.Second, 20*time.Millisecond)
+	admin.run("get", "configmaps", "-n", "team", "--as", "bob")
+
+	out = bob.fails("get", "configmaps", "-n", "team", "--as", "admin")
+	assert.Contains(t, out, `users "admin" is forbidden: User "bob" cannot impersonate resource "users" in API group "" at the cluster scope`)
+}

@@ -45,9 +45,21 @@ func TestWatchCacheSparesEtcd(t *testing.T) {
 		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c%d", i)}}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	// Warm the cache, then count.
+	// Warm the cache, let the controllers settle after startup (bootstrap, aggregation), then
+	// count.
 	_, err := cms.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 	require.NoError(t, err)
+	last, quiet := -1.0, 0
+	require.Eventually(t, func() bool { // etcd serves no range read for two ticks in a row
+		now := etcdMetric(t, "etcd_mvcc_range_total")
+		if now == last {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		last = now
+		return quiet >= 2
+	}, 20*time.Second, 200*time.Millisecond, "etcd range reads never stop: something polls etcd")
 	watchersBefore := etcdMetric(t, "etcd_debugging_mvcc_watcher_total")
 	rangesBefore := etcdMetric(t, "etcd_mvcc_range_total")
 

@@ -35,6 +35,7 @@ func BuildHandlerChain(handler http.Handler, c ChainConfig) http.Handler {
 	h := handler
 	h = WithAuthorization(h, c.Authorizer)
 	h = WithMaxInFlightLimit(h, c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight)
+	h = WithImpersonation(h, c.Authorizer, c.Log)
 	h = WithAuthentication(h, c.Authentication, c.Log)
 	h = WithTimeout(h)
 	h = WithRequestDeadline(h, c.RequestTimeout)
