@@ -27,7 +27,7 @@ type Escalation struct {
 
 // check lets ctx's user write: u may do authorize (escalate or bind) by the gateway's modes,
 // or already holds the rules the write grants in namespace.
-func (e *Escalation) check(ctx context.Context, obj runtime.Object, authorize *requestinfo.RequestInfo, namespace string,
+func (e *Escalation) check(ctx context.Context, resource string, obj runtime.Object, authorize *requestinfo.RequestInfo, namespace string,
 	granted func(*rbac.Policy) ([]rbacv1.PolicyRule, error)) error {
 	u, ok := user.From(ctx)
 	// No user: core's own controllers. system:masters: kube's EscalationAllowed.
@@ -39,10 +39,7 @@ func (e *Escalation) check(ctx context.Context, obj runtime.Object, authorize *r
 		return nil // the gateway's chain allows everything, escalate and bind included
 	}
 	acc := obj.(metav1.Object)
-	gr := rbacv1.Resource(authorize.Resource)
-	if authorize.Verb == "bind" {
-		gr = rbacv1.Resource(map[bool]string{true: "rolebindings", false: "clusterrolebindings"}[namespace != ""])
-	}
+	gr := rbacv1.Resource(resource)
 	p, err := e.Policy(ctx)
 	if err != nil {
 		return apierrors.NewInternalError(err)
@@ -93,7 +90,7 @@ func (e *Escalation) role(ctx context.Context, obj, old runtime.Object) error {
 		return nil
 	}
 	r := obj.(*rbacv1.Role)
-	return e.check(ctx, obj, escalate("roles", r.Namespace, r.Name), r.Namespace,
+	return e.check(ctx, "roles", obj, escalate("roles", r.Namespace, r.Name), r.Namespace,
 		func(*rbac.Policy) ([]rbacv1.PolicyRule, error) { return r.Rules, nil })
 }
 
@@ -102,7 +99,7 @@ func (e *Escalation) clusterRole(ctx context.Context, obj, old runtime.Object) e
 		return nil
 	}
 	r := obj.(*rbacv1.ClusterRole)
-	return e.check(ctx, obj, escalate("clusterroles", "", r.Name), "", func(*rbac.Policy) ([]rbacv1.PolicyRule, error) {
+	return e.check(ctx, "clusterroles", obj, escalate("clusterroles", "", r.Name), "", func(*rbac.Policy) ([]rbacv1.PolicyRule, error) {
 		if r.AggregationRule != nil {
 			return nil, errors.New("must have cluster-admin privileges to use the aggregationRule")
 		}
@@ -115,7 +112,7 @@ func (e *Escalation) roleBinding(ctx context.Context, obj, old runtime.Object) e
 		return nil
 	}
 	b := obj.(*rbacv1.RoleBinding)
-	return e.check(ctx, obj, bind(b.RoleRef, b.Namespace), b.Namespace, func(p *rbac.Policy) ([]rbacv1.PolicyRule, error) {
+	return e.check(ctx, "rolebindings", obj, bind(b.RoleRef, b.Namespace), b.Namespace, func(p *rbac.Policy) ([]rbacv1.PolicyRule, error) {
 		return p.RoleRules(b.RoleRef, b.Namespace)
 	})
 }
@@ -125,7 +122,7 @@ func (e *Escalation) clusterRoleBinding(ctx context.Context, obj, old runtime.Ob
 		return nil
 	}
 	b := obj.(*rbacv1.ClusterRoleBinding)
-	return e.check(ctx, obj, bind(b.RoleRef, ""), "", func(p *rbac.Policy) ([]rbacv1.PolicyRule, error) {
+	return e.check(ctx, "clusterrolebindings", obj, bind(b.RoleRef, ""), "", func(p *rbac.Policy) ([]rbacv1.PolicyRule, error) {
 		return p.RoleRules(b.RoleRef, "")
 	})
 }
