@@ -257,3 +257,26 @@ func resourceMatches(ruleResources []string, resource, subresource string) bool 
 	}
 	return false
 }
+
+// PolicyOf indexes RBAC objects of any of the four kinds, in any order; others are ignored.
+func PolicyOf[T any](objects []T) *Policy {
+	var (
+		clusterRoles    []*rbacv1.ClusterRole
+		roles           []*rbacv1.Role
+		clusterBindings []*rbacv1.ClusterRoleBinding
+		bindings        []*rbacv1.RoleBinding
+	)
+	for _, o := range objects {
+		switch o := any(o).(type) {
+		case *rbacv1.ClusterRole:
+			clusterRoles = append(clusterRoles, o)
+		case *rbacv1.Role:
+			roles = append(roles, o)
+		case *rbacv1.ClusterRoleBinding:
+			clusterBindings = append(clusterBindings, o)
+		case *rbacv1.RoleBinding:
+			bindings = append(bindings, o)
+		}
+	}
+	return NewPolicy(clusterRoles, roles, clusterBindings, bindings)
+}

@@ -131,12 +131,7 @@ func (e *Escalation) clusterRoleBinding(ctx context.Context, obj, old runtime.Ob
 // as one policy, for each escalation check.
 func PolicyFrom(client *registry.Client) func(ctx context.Context) (*rbac.Policy, error) {
 	return func(ctx context.Context) (*rbac.Policy, error) {
-		var (
-			clusterRoles    []*rbacv1.ClusterRole
-			roles           []*rbacv1.Role
-			clusterBindings []*rbacv1.ClusterRoleBinding
-			bindings        []*rbacv1.RoleBinding
-		)
+		var all []runtime.Object
 		for _, resource := range []string{"clusterroles", "roles", "clusterrolebindings", "rolebindings"} {
 			r, ok := client.Lookup(rbacv1.SchemeGroupVersion.WithResource(resource))
 			if !ok {
@@ -146,19 +141,8 @@ func PolicyFrom(client *registry.Client) func(ctx context.Context) (*rbac.Policy
 			if err != nil {
 				return nil, err
 			}
-			for _, o := range objs {
-				switch o := o.(type) {
-				case *rbacv1.ClusterRole:
-					clusterRoles = append(clusterRoles, o)
-				case *rbacv1.Role:
-					roles = append(roles, o)
-				case *rbacv1.ClusterRoleBinding:
-					clusterBindings = append(clusterBindings, o)
-				case *rbacv1.RoleBinding:
-					bindings = append(bindings, o)
-				}
-			}
+			all = append(all, objs...)
 		}
-		return rbac.NewPolicy(clusterRoles, roles, clusterBindings, bindings), nil
+		return rbac.PolicyOf(all), nil
 	}
 }

@@ -235,27 +235,13 @@ func (s *Sync) rebuild() {
 			return
 		}
 	}
-	var (
-		clusterRoles    []*rbacv1.ClusterRole
-		roles           []*rbacv1.Role
-		clusterBindings []*rbacv1.ClusterRoleBinding
-		bindings        []*rbacv1.RoleBinding
-	)
+	var all []metav1.Object
 	for _, objects := range s.objects {
 		for _, o := range objects {
-			switch o := o.(type) {
-			case *rbacv1.ClusterRole:
-				clusterRoles = append(clusterRoles, o)
-			case *rbacv1.Role:
-				roles = append(roles, o)
-			case *rbacv1.ClusterRoleBinding:
-				clusterBindings = append(clusterBindings, o)
-			case *rbacv1.RoleBinding:
-				bindings = append(bindings, o)
-			}
+			all = append(all, o)
 		}
 	}
 	s.mu.Unlock()
-	s.rbac.Set(rbac.NewPolicy(clusterRoles, roles, clusterBindings, bindings))
+	s.rbac.Set(rbac.PolicyOf(all))
 	s.once.Do(func() { close(s.synced) })
 }
