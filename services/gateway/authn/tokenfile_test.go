@@ -216,3 +216,33 @@ func FuzzParseTokenFile(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTokenFile: any token file either loads or is refused, and any Authorization header
+// against it authenticates, is no credential, or is an error; never a panic, and a user only
+// for a token the file holds.
+func FuzzTokenFile(f *testing.F) {
+	f.Add("tok,alice,1,\"a,b\"\n# c\ntok2,bob,2\n", "Bearer tok")
+	f.Add("tok,alice,1\n", "bearer  tok")
+	f.Add("\"unterminated,x,y\n", "Bearer")
+	f.Add(",,,\n", "Basic Zm9v")
+	f.Fuzz(func(t *testing.T, file, header string) {
+		tf, err := ParseTokenFile(strings.NewReader(file))
+		if err != nil {
+			return
+		}
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Header.Set("Authorization", header)
+		u, ok, err := tf.AuthenticateRequest(req)
+		if !ok {
+			return
+		}
+		if err != nil || u == nil {
+			t.Fatalf("ok with err=%v user=%v", err, u)
+		}
+		// The token as the header carries it: "Bearer", one space, up to the next space.
+		parts := strings.SplitN(strings.TrimSpace(req.Header.Get("Authorization")), " ", 3)
+		if held, found := tf.tokens[parts[1]]; !found || held.Name != u.Name {
+			t.Fatalf("authenticated %q as %v, which the file does not hold", header, u)
+		}
+	})
+}
