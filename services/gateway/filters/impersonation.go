@@ -24,7 +24,7 @@ type impersonation struct {
 }
 
 // impersonations reads kube's Impersonate-* headers (which gRPC clients send as metadata of
-// the same names). Groups, a UID or extras without a user are an error, as in kube.
+// the same names). Groups, a UID or extras without a user are a bad request, as in kube.
 func impersonations(h http.Header) ([]impersonation, error) {
 	var out []impersonation
 	name := h.Get(authenticationv1.ImpersonateUserHeader)
@@ -35,30 +35,36 @@ func impersonations(h http.Header) ([]impersonation, error) {
 			out = append(out, impersonation{resource: "users", name: name})
 		}
 	}
-	others := false
+	var groups []string
+	var extra map[string][]string
 	for _, g := range h.Values(authenticationv1.ImpersonateGroupHeader) {
-		others = true
+		groups = append(groups, g)
 		out = append(out, impersonation{resource: "groups", name: g})
 	}
-	if uid := h.Get(authenticationv1.ImpersonateUIDHeader); uid != "" {
-		others = true
+	uid := h.Get(authenticationv1.ImpersonateUIDHeader)
+	if uid != "" {
 		out = append(out, impersonation{resource: "uids", name: uid})
 	}
 	for header, values := range h {
 		if !strings.HasPrefix(header, authenticationv1.ImpersonateUserExtraHeaderPrefix) {
 			continue
 		}
-		others = true
 		key := strings.ToLower(header[len(authenticationv1.ImpersonateUserExtraHeaderPrefix):])
 		if unescaped, err := url.PathUnescape(key); err == nil {
 			key = unescaped
 		}
 		for _, v := range values {
+			if extra == nil {
+				extra = map[string][]string{}
+			}
+			extra[key] = append(extra[key], v)
 			out = append(out, impersonation{resource: "userextras", subresource: key, name: v})
 		}
 	}
-	if others && name == "" {
-		return nil, fmt.Errorf("requested %v without impersonating a user", out)
+	if name == "" && (groups != nil || uid != "" || extra != nil) {
+		// kube's message, which prints the user it would have made.
+		return nil, fmt.Errorf("requested &user.DefaultInfo{Name:\"\", UID:%q, Groups:%#v, Extra:%#v} without impersonating a user name",
+			uid, groups, extra)
 	}
 	return out, nil
 }
@@ -80,7 +86,7 @@ func WithImpersonation(next http.Handler, a authz.Authorizer, log *slog.Logger) 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		wanted, err := impersonations(r.Header)
 		if err != nil {
-			WriteError(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, "Internal error occurred: "+err.Error())
+			WriteError(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
 			return
 		}
 		if len(wanted) == 0 {

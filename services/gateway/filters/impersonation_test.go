@@ -54,8 +54,12 @@ func TestWithImpersonation(t *testing.T) {
 		{name: "not allowed at all", as: &user.User{Name: "bob"}, headers: map[string][]string{"Impersonate-User": {"system:serviceaccount:team:ci"}},
 			status: &wantStatus{http.StatusForbidden, metav1.StatusReasonForbidden,
 				`serviceaccounts "ci" is forbidden: User "bob" cannot impersonate resource "serviceaccounts" in API group "" in the namespace "team"`}},
-		{name: "groups without a user", as: admin, headers: map[string][]string{"Impersonate-Group": {"devs"}},
-			status: &wantStatus{Code: http.StatusInternalServerError, Reason: metav1.StatusReasonInternalError}},
+		{name: "groups without a user: kube's 400, recorded from kube-apiserver", as: admin, headers: map[string][]string{"Impersonate-Group": {"devs"}},
+			status: &wantStatus{http.StatusBadRequest, metav1.StatusReasonBadRequest,
+				`requested &user.DefaultInfo{Name:"", UID:"", Groups:[]string{"devs"}, Extra:map[string][]string(nil)} without impersonating a user name`}},
+		{name: "a UID and extras without a user", as: admin, headers: map[string][]string{"Impersonate-Uid": {"42"}, "Impersonate-Extra-Acme.com%2fp": {"v"}},
+			status: &wantStatus{http.StatusBadRequest, metav1.StatusReasonBadRequest,
+				`requested &user.DefaultInfo{Name:"", UID:"42", Groups:[]string(nil), Extra:map[string][]string{"acme.com/p":[]string{"v"}}} without impersonating a user name`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,7 +116,7 @@ func FuzzImpersonationHeaders(f *testing.F) {
 				t.Fatal("no user")
 			}
 		}), impersonators, discardLog), admin).ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK && rec.Code != http.StatusForbidden && rec.Code != http.StatusInternalServerError {
+		if rec.Code != http.StatusOK && rec.Code != http.StatusForbidden && rec.Code != http.StatusBadRequest {
 			t.Fatalf("code %d", rec.Code)
 		}
 	})
