@@ -2,10 +2,11 @@ package backend
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"runtime/debug"
+	runtimedebug "runtime/debug"
 	"time"
 
 	"github.com/apichain/apichain/pkg/audit"
@@ -71,17 +72,24 @@ func (b *Backend) unaryInterceptor(ctx context.Context, req any, info *grpc.Unar
 // the request is logged with who sent it and its audit ID, so it can be followed from the
 // gateway's log.
 func (b *Backend) finish(ctx context.Context, method string, start time.Time, err *error) {
+	r := recover()
+	debug := b.Log.Enabled(ctx, slog.LevelDebug)
+	if r == nil && !debug {
+		return // the common case costs nothing: no attributes built for a log nobody keeps
+	}
 	who := "" // probes carry no identity
 	if u, ok := user.From(ctx); ok {
 		who = u.Name
 	}
 	attrs := []any{"method", method, "user", who, "auditID", audit.IDFrom(ctx)}
-	if r := recover(); r != nil {
-		b.Log.Error("request handler panicked", append(attrs, "panic", r, "stack", string(debug.Stack()))...)
+	if r != nil {
+		b.Log.Error("request handler panicked", append(attrs, "panic", r, "stack", string(runtimedebug.Stack()))...)
 		*err = rpcstatus.FromKube(rpcstatus.NewStatus(http.StatusInternalServerError, metav1.StatusReasonInternalError,
 			"This request caused apiserver to panic. Look in the logs for details."))
 	}
-	b.Log.Debug("request", append(attrs, "code", status.Code(*err).String(), "duration", time.Since(start).String())...)
+	if debug {
+		b.Log.Debug("request", append(attrs, "code", status.Code(*err).String(), "duration", time.Since(start).String())...)
+	}
 }
 
 type ctxStream struct {
