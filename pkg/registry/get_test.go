@@ -236,10 +236,10 @@ func TestGetResourceVersion(t *testing.T) {
 			{name: "negative", rv: "-1", code: badCode, reason: badReason},
 		}
 		for _, tc := range tests {
+			if tc.etcdOnly && cached {
+				continue // the cache gives the same answer, after the 3 s wait "future version" already pays
+			}
 			t.Run(tc.name, func(t *testing.T) {
-				if tc.etcdOnly && cached {
-					t.Skip("the cache answers the same after waiting 3s")
-				}
 				obj := tc.obj
 				if obj == "" {
 					obj = "rv"
