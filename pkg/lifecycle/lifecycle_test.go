@@ -5,11 +5,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	"github.com/apichain/apichain/pkg/embedded"
+	"github.com/apichain/apichain/pkg/server"
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -103,4 +105,12 @@ func TestRegistryExpiry(t *testing.T) {
 	now = now.Add(1500 * time.Millisecond)
 	assert.Empty(t, reg.Instances())
 	assert.Equal(t, 2, changes)
+}
+
+// The published state is server.State converted by number: the two enums must agree.
+func TestStateNumbersMatchTheProto(t *testing.T) {
+	for _, st := range []server.State{server.StateNew, server.StateStarting, server.StateRunning,
+		server.StateStopping, server.StateTerminated, server.StateFailed} {
+		assert.Equal(t, "STATE_"+strings.ToUpper(st.String()), lifecyclev1.State(st).String())
+	}
 }
