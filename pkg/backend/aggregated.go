@@ -10,15 +10,21 @@ import (
 
 // subresourceVerbs and subresourceKind describe subresources as kube serves them.
 func subresourceVerbs(name string) []string {
-	if name == "finalize" {
+	switch name {
+	case "finalize":
 		return []string{"update"}
+	case "token":
+		return []string{"create"}
 	}
 	return []string{"get", "patch", "update"}
 }
 
 func subresourceKind(name, kind string) *metav1.GroupVersionKind {
-	if name == "scale" {
+	switch name {
+	case "scale":
 		return &metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
+	case "token": // serviceaccounts/token, answered by the gateway
+		return &metav1.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}
 	}
 	return &metav1.GroupVersionKind{Kind: kind}
 }

@@ -1,6 +1,7 @@
 package certs
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/x509"
@@ -10,6 +11,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestNewCA(t *testing.T) {
@@ -159,4 +163,38 @@ func TestParseKeyPEMFormats(t *testing.T) {
 	if !key.Equal(got) {
 		t.Fatal("parsed SEC1 key differs")
 	}
+}
+
+func TestServiceAccountKeyKeptAcrossRuns(t *testing.T) {
+	dir := t.TempDir()
+	p, err := EnsurePKI(dir, nil, nil)
+	require.NoError(t, err)
+	key1, err := os.ReadFile(p.ServiceAccountKeyFile)
+	require.NoError(t, err)
+	signer, err := ParsePrivateKeyPEM(key1)
+	require.NoError(t, err)
+	pubPEM, err := os.ReadFile(p.ServiceAccountPublicKeyFile)
+	require.NoError(t, err)
+	pubs, err := ParsePublicKeysPEM(pubPEM)
+	require.NoError(t, err)
+	require.Len(t, pubs, 1)
+	assert.True(t, signer.Public().(interface{ Equal(crypto.PublicKey) bool }).Equal(pubs[0]), "sa.pub is sa.key's public half")
+
+	// A second run keeps the key (tokens already issued stay valid) and restores a lost sa.pub.
+	require.NoError(t, os.Remove(p.ServiceAccountPublicKeyFile))
+	p, err = EnsurePKI(dir, nil, nil)
+	require.NoError(t, err)
+	key2, err := os.ReadFile(p.ServiceAccountKeyFile)
+	require.NoError(t, err)
+	assert.Equal(t, key1, key2)
+	pubPEM2, err := os.ReadFile(p.ServiceAccountPublicKeyFile)
+	require.NoError(t, err)
+	assert.Equal(t, pubPEM, pubPEM2)
+
+	// Private keys in a key file count with their public halves; other blocks do not.
+	pubs, err = ParsePublicKeysPEM(append(append([]byte{}, key1...), pubPEM...))
+	require.NoError(t, err)
+	assert.Len(t, pubs, 2)
+	_, err = ParsePublicKeysPEM([]byte("-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n"))
+	assert.ErrorContains(t, err, "no RSA or ECDSA key")
 }

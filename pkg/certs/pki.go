@@ -45,23 +45,29 @@ type PKI struct {
 	GatewayClientKeyFile  string
 	BackendCertFile       string
 	BackendKeyFile        string
+	// ServiceAccountKeyFile signs service-account tokens; ServiceAccountPublicKeyFile
+	// verifies them.
+	ServiceAccountKeyFile       string
+	ServiceAccountPublicKeyFile string
 }
 
 func newPKI(dataDir string) *PKI {
 	d := filepath.Join(dataDir, "pki")
 	f := func(name string) string { return filepath.Join(d, name) }
 	return &PKI{
-		Dir:                   d,
-		CAFile:                f("ca.crt"),
-		CAKeyFile:             f("ca.key"),
-		ServingCertFile:       f("serving.crt"),
-		ServingKeyFile:        f("serving.key"),
-		AdminCertFile:         f("admin.crt"),
-		AdminKeyFile:          f("admin.key"),
-		GatewayClientCertFile: f("gateway-client.crt"),
-		GatewayClientKeyFile:  f("gateway-client.key"),
-		BackendCertFile:       f("backend.crt"),
-		BackendKeyFile:        f("backend.key"),
+		Dir:                         d,
+		CAFile:                      f("ca.crt"),
+		CAKeyFile:                   f("ca.key"),
+		ServingCertFile:             f("serving.crt"),
+		ServingKeyFile:              f("serving.key"),
+		AdminCertFile:               f("admin.crt"),
+		AdminKeyFile:                f("admin.key"),
+		GatewayClientCertFile:       f("gateway-client.crt"),
+		GatewayClientKeyFile:        f("gateway-client.key"),
+		BackendCertFile:             f("backend.crt"),
+		BackendKeyFile:              f("backend.key"),
+		ServiceAccountKeyFile:       f("sa.key"),
+		ServiceAccountPublicKeyFile: f("sa.pub"),
 	}
 }
 
@@ -95,6 +101,9 @@ func EnsurePKI(dir string, servingHosts, backendHosts []string) (*PKI, error) {
 		if err := ensureLeaf(ca, l); err != nil {
 			return nil, fmt.Errorf("certs: %s: %w", filepath.Base(l.certFile), err)
 		}
+	}
+	if err := p.ensureServiceAccountKey(); err != nil {
+		return nil, fmt.Errorf("certs: service-account key: %w", err)
 	}
 	return p, nil
 }

@@ -59,7 +59,7 @@ func TestEnsurePKICreates(t *testing.T) {
 		t.Errorf("gateway subject = %v", gw.Subject)
 	}
 
-	for _, f := range []string{p.CAKeyFile, p.ServingKeyFile, p.AdminKeyFile, p.GatewayClientKeyFile, p.BackendKeyFile} {
+	for _, f := range []string{p.CAKeyFile, p.ServingKeyFile, p.AdminKeyFile, p.GatewayClientKeyFile, p.BackendKeyFile, p.ServiceAccountKeyFile} {
 		st, err := os.Stat(f)
 		if err != nil {
 			t.Fatal(err)
@@ -70,7 +70,7 @@ func TestEnsurePKICreates(t *testing.T) {
 	}
 	entries, _ := os.ReadDir(p.Dir)
 	for _, e := range entries {
-		if filepath.Ext(e.Name()) != ".crt" && filepath.Ext(e.Name()) != ".key" && e.Name() != ".lock" {
+		if filepath.Ext(e.Name()) != ".crt" && filepath.Ext(e.Name()) != ".key" && e.Name() != "sa.pub" && e.Name() != ".lock" {
 			t.Errorf("stray file %s", e.Name())
 		}
 	}

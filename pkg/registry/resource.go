@@ -26,7 +26,8 @@ type Resource struct {
 	Namespaced   bool
 	ShortNames   []string
 	Categories   []string
-	// Subresources the kind has: "status" and/or "scale".
+	// Subresources the kind has: "status", "scale", "finalize" served here; others ("token") are
+	// only listed in discovery for the gateway to answer.
 	Subresources []string
 
 	New     func() runtime.Object

@@ -47,7 +47,7 @@ func Resources(esc *Escalation) []*registry.Resource {
 			Validate: validateSecret, ValidateUpdate: validateSecretUpdate, FieldLabels: secretFields,
 			Columns: secretColumns, Cells: secretCells},
 		{GroupVersion: v1, Name: "serviceaccounts", SingularName: "serviceaccount", Kind: "ServiceAccount", Namespaced: true,
-			ShortNames: []string{"sa"}, New: obj[corev1.ServiceAccount](), NewList: obj[corev1.ServiceAccountList](),
+			ShortNames: []string{"sa"}, Subresources: []string{"token"}, New: obj[corev1.ServiceAccount](), NewList: obj[corev1.ServiceAccountList](),
 			Columns: serviceAccountColumns, Cells: serviceAccountCells},
 		{GroupVersion: v1, Name: "events", SingularName: "event", Kind: "Event", Namespaced: true, ShortNames: []string{"ev"},
 			New: obj[corev1.Event](), NewList: obj[corev1.EventList](), FieldLabels: eventFields},

@@ -7,15 +7,18 @@ import (
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/services/gateway/proxy"
 	"github.com/apichain/apichain/services/gateway/reviews"
+	"github.com/apichain/apichain/services/gateway/serviceaccount"
 )
 
-// serveDelegated answers what no local route serves: the reviews here, where authentication
+// serveDelegated answers what no local route serves: the reviews and TokenRequests here, where authentication
 // and authorization live; resources and API documents down the chain; anything else 404.
 func (g *Gateway) serveDelegated(w http.ResponseWriter, r *http.Request) {
 	info, _ := requestinfo.From(r.Context())
 	switch {
 	case reviews.IsReview(info):
 		g.reviews.ServeHTTP(w, r)
+	case serviceaccount.IsTokenRequest(info):
+		g.saTokens.ServeTokenRequest(w, r)
 	case info != nil && info.IsResourceRequest:
 		g.rest.ServeResource(w, r, info)
 	case r.Method == http.MethodGet && proxy.IsAPIPath(r.URL.Path):

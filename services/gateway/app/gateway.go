@@ -27,6 +27,7 @@ import (
 	"github.com/apichain/apichain/services/gateway/readiness"
 	"github.com/apichain/apichain/services/gateway/reviews"
 	"github.com/apichain/apichain/services/gateway/routing"
+	"github.com/apichain/apichain/services/gateway/serviceaccount"
 	"github.com/apichain/apichain/services/gateway/startup"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/nats-io/nats.go"
@@ -57,9 +58,10 @@ type Gateway struct {
 	instance   lifecycle.Instance
 	metrics    *prometheus.Registry
 	kubeconfig string
-	authn      authn.Authentication
 	authorizer authz.Union
 	rbacSync   *authz.Sync // nil unless RBAC is an authorization mode
+	saObjects  *serviceaccount.Objects
+	saTokens   *serviceaccount.Tokens
 	rest       *proxy.REST
 	documents  *discovery.Documents
 	reviews    *reviews.Handler
@@ -133,6 +135,16 @@ func (g *Gateway) URL() string {
 	return "https://127.0.0.1:" + strconv.Itoa(port)
 }
 
+// externalURL is how clients outside reach the gateway: the first --external-hostname, or the
+// loopback URL.
+func (g *Gateway) externalURL() string {
+	if len(g.opts.ExternalHosts) == 0 {
+		return g.URL()
+	}
+	port := g.ln.Addr().(*net.TCPAddr).Port
+	return "https://" + net.JoinHostPort(g.opts.ExternalHosts[0], strconv.Itoa(port))
+}
+
 // KubeconfigPath is where the admin kubeconfig was written.
 func (g *Gateway) KubeconfigPath() string { return g.kubeconfig }
 
@@ -188,15 +200,27 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	authentication := authn.Authentication{Authenticators: []authn.Authenticator{authn.X509Authenticator(clientCAs)}}
+	g.saObjects = serviceaccount.NewObjects(proxy.NewReader(g.router), g.Log)
+	g.saTokens, err = serviceaccount.New(g.opts.ServiceAccounts.Or(g.pki), g.saObjects, g.Log)
+	if err != nil {
+		return nil, err
+	}
+	auds := g.saTokens.APIAudiences()
+	bearer := authn.NewBearer(auds)
 	if g.opts.TokenAuthFile != "" {
 		tf, err := authn.LoadTokenFile(g.opts.TokenAuthFile)
 		if err != nil {
 			return nil, fmt.Errorf("--token-auth-file: %w", err)
 		}
-		authentication.Authenticators = append(authentication.Authenticators, tf)
+		bearer.Tokens = append(bearer.Tokens, authn.AudienceAgnostic(auds, tf))
 	}
-	authentication.Anonymous = g.opts.AnonymousAuth
+	bearer.Tokens = append(bearer.Tokens, g.saTokens)
+	authentication := authn.Authentication{Authenticators: []authn.Authenticator{authn.X509Authenticator(clientCAs), bearer},
+		Anonymous: g.opts.AnonymousAuth}
+	if config, jwks, ok := g.saTokens.Discovery(g.externalURL()); ok {
+		mux.Handle("GET /.well-known/openid-configuration", config)
+		mux.Handle("GET /openid/v1/jwks", jwks)
+	}
 	rbac := &authz.RBAC{}
 	authorizer, err := authz.New(g.opts.AuthorizationModes, rbac)
 	if err != nil {
@@ -205,9 +229,9 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	if slices.Contains(g.opts.AuthorizationModes, authz.ModeRBAC) {
 		g.rbacSync = authz.NewSync(rbac, proxy.NewReader(g.router), g.Log)
 	}
-	g.authn, g.authorizer = authentication, authorizer
+	g.authorizer = authorizer
 	g.rest, g.documents = proxy.NewREST(g.router, g.opts.AuthorizationModes), discovery.NewDocuments(g.router)
-	g.reviews = &reviews.Handler{Authn: g.authn, Authorizer: g.authorizer}
+	g.reviews = &reviews.Handler{Tokens: bearer, APIAudiences: auds, Authorizer: g.authorizer}
 	var retryAfter <-chan struct{}
 	if g.opts.Generic.ShutdownSendRetryAfter {
 		retryAfter = g.Server.Signals().AfterShutdownDelayDuration.Signaled()
@@ -274,6 +298,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		func(ctx context.Context) { lifecycle.WatchNATS(ctx, g.nc, ttl, g.registry, g.Log) },
 		func(ctx context.Context) { lifecycle.PollGRPC(ctx, g.registry, g.staticAddresses, g.dial, ttl/5) },
 		func(ctx context.Context) { lifecycle.Announce(ctx, g.nc, g.Server, g.instance, ttl, g.Log) },
+		g.saObjects.Run,
 	}
 	if g.rbacSync != nil {
 		tasks = append(tasks, g.rbacSync.Run)

@@ -4,13 +4,18 @@
 package authn
 
 import (
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"slices"
 
 	"github.com/apichain/apichain/pkg/user"
 )
+
+// CredentialIDKey is the user extra that names the credential a request authenticated with.
+const CredentialIDKey = "authentication.kubernetes.io/credential-id"
 
 // Authenticator finds the user of a request. ok=false means "no credentials of my kind";
 // an error means the credentials were present but bad.
@@ -69,6 +74,9 @@ func X509Authenticator(clientCAs *x509.CertPool) Authenticator {
 		if leaf.Subject.CommonName == "" {
 			return nil, false, nil
 		}
-		return &user.User{Name: leaf.Subject.CommonName, Groups: append([]string(nil), leaf.Subject.Organization...)}, true, nil
+		// kube names the credential by the certificate's SHA-256 (audit, SelfSubjectReview).
+		sum := sha256.Sum256(leaf.Raw)
+		return &user.User{Name: leaf.Subject.CommonName, Groups: append([]string(nil), leaf.Subject.Organization...),
+			Extra: map[string][]string{CredentialIDKey: {"X509SHA256=" + hex.EncodeToString(sum[:])}}}, true, nil
 	})
 }

@@ -1,12 +1,12 @@
 package authn
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 
@@ -64,24 +64,14 @@ func ParseTokenFile(r io.Reader) (*TokenFile, error) {
 	}
 }
 
-// AuthenticateRequest checks the bearer token. The header is read as kube's bearertoken
-// authenticator reads it: "Bearer" (any case), one space, the token up to the next space;
-// an empty token (as in "Bearer  x") is no credential at all.
-func (tf *TokenFile) AuthenticateRequest(r *http.Request) (*user.User, bool, error) {
-	parts := strings.SplitN(strings.TrimSpace(r.Header.Get("Authorization")), " ", 3)
-	if len(parts) < 2 || strings.ToLower(parts[0]) != "bearer" {
-		return nil, false, nil
-	}
-	token := parts[1]
-	if token == "" {
-		return nil, false, nil
-	}
+// AuthenticateToken finds the token's user; an unknown token is not the file's.
+func (tf *TokenFile) AuthenticateToken(_ context.Context, token string) (*Response, bool, error) {
 	for t, u := range tf.tokens {
 		if subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1 {
 			cp := *u
 			cp.Groups = append([]string(nil), u.Groups...)
-			return &cp, true, nil
+			return &Response{User: &cp}, true, nil
 		}
 	}
-	return nil, false, errors.New("invalid bearer token")
+	return nil, false, nil
 }

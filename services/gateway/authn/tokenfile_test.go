@@ -136,7 +136,7 @@ func TestTokenFileAuthenticateRequest(t *testing.T) {
 			for _, v := range tc.header {
 				r.Header.Add("Authorization", v)
 			}
-			u, ok, err := tf.AuthenticateRequest(r)
+			u, ok, err := NewBearer(nil, tf).AuthenticateRequest(r)
 			if tc.wantErr {
 				assert.EqualError(t, err, "invalid bearer token")
 				assert.False(t, ok)
@@ -155,13 +155,13 @@ func TestTokenFileReturnsCopies(t *testing.T) {
 	require.NoError(t, err)
 	r := httptest.NewRequest("GET", "/", nil)
 	r.Header.Set("Authorization", "Bearer t1")
-	u, ok, err := tf.AuthenticateRequest(r)
+	u, ok, err := NewBearer(nil, tf).AuthenticateRequest(r)
 	require.NoError(t, err)
 	require.True(t, ok)
 	u.Name = "mallory"
 	u.Groups[0] = "system:masters"
 
-	u2, _, _ := tf.AuthenticateRequest(r)
+	u2, _, _ := NewBearer(nil, tf).AuthenticateRequest(r)
 	assert.Equal(t, &user.User{Name: "alice", UID: "u1", Groups: []string{"dev"}}, u2)
 }
 
@@ -209,7 +209,7 @@ func FuzzParseTokenFile(f *testing.F) {
 				continue
 			}
 			r := &http.Request{Header: http.Header{"Authorization": {"Bearer " + tok}}}
-			got, ok, err := tf.AuthenticateRequest(r)
+			got, ok, err := NewBearer(nil, tf).AuthenticateRequest(r)
 			if err != nil || !ok || got.Name != u.Name || got.UID != u.UID {
 				t.Fatalf("token %q: got %+v, %v, %v; want %+v", tok, got, ok, err, u)
 			}
@@ -232,7 +232,7 @@ func FuzzTokenFile(f *testing.F) {
 		}
 		req := httptest.NewRequest("GET", "/", nil)
 		req.Header.Set("Authorization", header)
-		u, ok, err := tf.AuthenticateRequest(req)
+		u, ok, err := NewBearer(nil, tf).AuthenticateRequest(req)
 		if !ok {
 			return
 		}

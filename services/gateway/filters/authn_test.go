@@ -63,9 +63,10 @@ func verifiedTLS(cn string, orgs ...string) *tls.ConnectionState {
 }
 
 func TestWithAuthentication(t *testing.T) {
-	tf, err := authn.ParseTokenFile(strings.NewReader(authnTokens))
+	tokenFile, err := authn.ParseTokenFile(strings.NewReader(authnTokens))
 	require.NoError(t, err)
 
+	tf := authn.NewBearer(nil, tokenFile)
 	cases := []struct {
 		name     string
 		authns   []authn.Authenticator // default: token file, then x509
@@ -173,7 +174,7 @@ func TestWithAuthenticationTokenUserDetails(t *testing.T) {
 	h := WithAuthentication(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, _ := user.From(r.Context())
 		got = append(got, u)
-	}), authn.Authentication{Authenticators: []authn.Authenticator{tf}}, discardLog)
+	}), authn.Authentication{Authenticators: []authn.Authenticator{authn.NewBearer(nil, tf)}}, discardLog)
 
 	for range 2 {
 		req := httptest.NewRequest("GET", "/api/v1/pods", nil)
@@ -187,7 +188,7 @@ func TestWithAuthenticationTokenUserDetails(t *testing.T) {
 	// The token file's own record is not modified by the group added per request.
 	req := httptest.NewRequest("GET", "/", nil)
 	req.Header.Set("Authorization", "Bearer tok-alice")
-	u, ok, err := tf.AuthenticateRequest(req)
+	u, ok, err := authn.NewBearer(nil, tf).AuthenticateRequest(req)
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, []string{"dev", "ops"}, u.Groups)

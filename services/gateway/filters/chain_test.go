@@ -197,7 +197,7 @@ func newChain(t *testing.T) *chainFixture {
 		MaxRequestsInFlight:         10,
 		MaxMutatingRequestsInFlight: 10,
 		Authentication: authn.Authentication{
-			Authenticators: []authn.Authenticator{tf, authn.X509Authenticator(clientCAs())},
+			Authenticators: []authn.Authenticator{authn.NewBearer(nil, tf), authn.X509Authenticator(clientCAs())},
 			Anonymous:      true,
 		},
 		Authorizer:     authorizer,

@@ -11,9 +11,12 @@ import (
 	"github.com/apichain/apichain/pkg/rpcstatus"
 )
 
-// WriteStatus writes a kube Status as JSON with its code.
+// WriteStatus writes a kube Status as JSON with its code, as kind Status of v1 whatever the
+// given one says (apierrors leave the type empty).
 func WriteStatus(w http.ResponseWriter, s *metav1.Status) {
-	data, err := json.Marshal(s)
+	out := *s
+	out.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	data, err := json.Marshal(&out)
 	if err != nil {
 		http.Error(w, s.Message, int(s.Code))
 		return

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc"
 )
 
-// Reader reads resources through the chain for the gateway itself (the RBAC cache): the same
+// Reader reads resources through the chain for the gateway itself (its informers, the objects a TokenRequest binds to): the same
 // routing as a client's request, with no caller identity, so the backends see the gateway.
 type Reader struct {
 	rt *routing.Router
@@ -16,6 +16,13 @@ type Reader struct {
 
 // NewReader reads through rt.
 func NewReader(rt *routing.Router) *Reader { return &Reader{rt: rt} }
+
+// Get reads one object through the chain.
+func (r *Reader) Get(ctx context.Context, req *resourcev1.GetRequest) (*resourcev1.GetResponse, error) {
+	return chainError(routing.Invoke(ctx, r.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.GetResponse, error) {
+		return client(c).Get(ctx, req)
+	}))
+}
 
 // List lists through the chain.
 func (r *Reader) List(ctx context.Context, req *resourcev1.ListRequest) (*resourcev1.ListResponse, error) {

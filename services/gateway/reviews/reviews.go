@@ -3,6 +3,7 @@
 package reviews
 
 import (
+	"context"
 	"io"
 	"mime"
 	"net/http"
@@ -48,8 +49,11 @@ var reviews = map[schema.GroupVersionResource]reviewKind{
 
 // Handler answers the reviews with the gateway's authentication and authorization.
 type Handler struct {
-	Authn      authn.Authentication
-	Authorizer authz.Union
+	// Tokens are the bearer-token authenticators, asked for TokenReviews.
+	Tokens authn.TokenAuthenticator
+	// APIAudiences are what a TokenReview without spec.audiences checks a token for.
+	APIAudiences []string
+	Authorizer   authz.Union
 }
 
 // IsReview reports whether the request is a review the gateway answers.
@@ -65,10 +69,29 @@ func IsReview(info *requestinfo.RequestInfo) bool {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	info, _ := requestinfo.From(r.Context())
 	kind := reviews[schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}]
+	obj := kind.new()
+	if !ReadObject(w, r, kind.gvk, obj) {
+		return
+	}
+	u, _ := user.From(r.Context())
+	if err := h.answer(r, u, info, obj); err != nil {
+		st := apierrors.NewBadRequest(err.Error()).ErrStatus
+		if s, ok := err.(apierrors.APIStatus); ok {
+			st = s.Status()
+		}
+		filters.WriteStatus(w, &st)
+		return
+	}
+	WriteObject(w, r, kind.gvk.GroupVersion(), obj, http.StatusCreated)
+}
+
+// ReadObject decodes the request body (JSON, YAML or protobuf) into obj as gvk; on failure it
+// has written the error and returns false.
+func ReadObject(w http.ResponseWriter, r *http.Request, gvk schema.GroupVersionKind, obj runtime.Object) bool {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, proxy.MaxRequestBodyBytes))
 	if err != nil {
 		filters.WriteError(w, http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge, "request entity too large")
-		return
+		return false
 	}
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt == "" {
@@ -77,28 +100,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	in, ok := runtime.SerializerInfoForMediaType(reviewCodecs.SupportedMediaTypes(), mt)
 	if !ok {
 		filters.WriteError(w, http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, "unsupported media type "+mt)
-		return
+		return false
 	}
-	obj := kind.new()
-	gvk := kind.gvk
 	if _, _, err := reviewCodecs.DecoderToVersion(in.Serializer, gvk.GroupVersion()).Decode(data, &gvk, obj); err != nil {
 		filters.WriteStatus(w, &apierrors.NewBadRequest(err.Error()).ErrStatus)
-		return
+		return false
 	}
-	u, _ := user.From(r.Context())
-	if err := h.answer(r, u, info, obj); err != nil {
-		filters.WriteStatus(w, &apierrors.NewBadRequest(err.Error()).ErrStatus)
-		return
-	}
+	return true
+}
+
+// WriteObject answers with obj in gv, as JSON or as protobuf when the client asks for it first.
+func WriteObject(w http.ResponseWriter, r *http.Request, gv schema.GroupVersion, obj runtime.Object, code int) {
 	out := pickOutput(r.Header.Get("Accept"))
 	enc, _ := runtime.SerializerInfoForMediaType(reviewCodecs.SupportedMediaTypes(), out)
-	body, err := runtime.Encode(reviewCodecs.EncoderForVersion(enc.Serializer, gvk.GroupVersion()), obj)
+	body, err := runtime.Encode(reviewCodecs.EncoderForVersion(enc.Serializer, gv), obj)
 	if err != nil {
 		filters.WriteStatus(w, &apierrors.NewInternalError(err).ErrStatus)
 		return
 	}
 	w.Header().Set("Content-Type", out)
-	w.WriteHeader(http.StatusCreated)
+	w.WriteHeader(code)
 	_, _ = w.Write(body)
 }
 
@@ -130,21 +151,7 @@ func (h *Handler) answer(r *http.Request, u *user.User, info *requestinfo.Reques
 	case *authenticationv1.SelfSubjectReview:
 		o.Status.UserInfo = userInfo(u)
 	case *authenticationv1.TokenReview:
-		probe, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "/", nil)
-		probe.Header.Set("Authorization", "Bearer "+o.Spec.Token)
-		o.Status = authenticationv1.TokenReviewStatus{}
-		for _, a := range h.Authn.Authenticators {
-			tu, ok, err := a.AuthenticateRequest(probe)
-			if err == nil && ok {
-				o.Status.Authenticated = true
-				o.Status.User = userInfo(authn.WithAuthenticatedGroup(tu))
-				o.Status.Audiences = o.Spec.Audiences
-				break
-			}
-		}
-		if !o.Status.Authenticated {
-			o.Status.Error = "token not recognized"
-		}
+		return h.reviewToken(r.Context(), o)
 	case *authorizationv1.SelfSubjectAccessReview:
 		o.Status = h.access(u, o.Spec.ResourceAttributes, o.Spec.NonResourceAttributes)
 	case *authorizationv1.SubjectAccessReview:
@@ -157,6 +164,33 @@ func (h *Handler) answer(r *http.Request, u *user.User, info *requestinfo.Reques
 	case *authorizationv1.SelfSubjectRulesReview:
 		o.Status = h.rules(u, o.Spec.Namespace)
 	}
+	return nil
+}
+
+// reviewToken answers as kube's TokenReview: the token is checked for spec.audiences (the API
+// audiences when empty) and the status names the audiences it is valid for.
+func (h *Handler) reviewToken(ctx context.Context, o *authenticationv1.TokenReview) error {
+	if o.Spec.Token == "" {
+		return apierrors.NewBadRequest("token is required for TokenReview in authentication")
+	}
+	auds := o.Spec.Audiences
+	if len(auds) == 0 {
+		auds = h.APIAudiences
+	}
+	if len(auds) > 0 {
+		ctx = authn.WithAudiences(ctx, auds)
+	}
+	o.Status = authenticationv1.TokenReviewStatus{}
+	resp, ok, err := h.Tokens.AuthenticateToken(ctx, o.Spec.Token)
+	if err != nil {
+		o.Status.Error = err.Error()
+	}
+	if !ok {
+		return nil
+	}
+	o.Status.Authenticated = true
+	o.Status.User = userInfo(authn.WithAuthenticatedGroup(resp.User))
+	o.Status.Audiences = resp.Audiences
 	return nil
 }
 
