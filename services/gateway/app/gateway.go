@@ -19,6 +19,7 @@ import (
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/topology"
+	"github.com/apichain/apichain/services/gateway/audit"
 	"github.com/apichain/apichain/services/gateway/authn"
 	"github.com/apichain/apichain/services/gateway/authz"
 	"github.com/apichain/apichain/services/gateway/discovery"
@@ -62,6 +63,9 @@ type Gateway struct {
 	rbacSync   *authz.Sync // nil unless RBAC is an authorization mode
 	saObjects  *serviceaccount.Objects
 	saTokens   *serviceaccount.Tokens
+	auditor    *audit.Auditor // nil when auditing is off
+	auditLog   *audit.LogBackend
+	auditNATS  *audit.NATSBackend
 	rest       *proxy.REST
 	documents  *discovery.Documents
 	reviews    *reviews.Handler
@@ -166,7 +170,8 @@ func (g *Gateway) writeKubeconfig() error {
 }
 
 func (g *Gateway) buildHandler() (http.Handler, error) {
-	g.grpc = grpc.NewServer()
+	g.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(audit.UnaryInterceptor(proxy.GRPCRequestInfo)),
+		grpc.ChainStreamInterceptor(audit.StreamInterceptor(proxy.GRPCRequestInfo)))
 	resourcev1.RegisterResourceServiceServer(g.grpc, proxy.NewGRPC(g.router, g.opts.AuthorizationModes))
 	lapi := &lifecycleAPI{g: g}
 	lifecyclev1.RegisterLifecycleServiceServer(g.grpc, lapi)
@@ -232,6 +237,9 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	g.authorizer = authorizer
 	g.rest, g.documents = proxy.NewREST(g.router, g.opts.AuthorizationModes), discovery.NewDocuments(g.router)
 	g.reviews = &reviews.Handler{Tokens: bearer, APIAudiences: auds, Authorizer: g.authorizer}
+	if err := g.setUpAudit(); err != nil {
+		return nil, err
+	}
 	var retryAfter <-chan struct{}
 	if g.opts.Generic.ShutdownSendRetryAfter {
 		retryAfter = g.Server.Signals().AfterShutdownDelayDuration.Signaled()
@@ -243,12 +251,38 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 		MaxMutatingRequestsInFlight: g.opts.MaxMutatingRequestsInFlight,
 		Authentication:              authentication,
 		Authorizer:                  g.authorizer,
+		Auditor:                     g.auditor,
 		HSTSDirectives:              g.opts.HSTSDirectives,
 		Metrics:                     filters.NewRequestMetrics(g.metrics),
 		InFlight:                    &g.Server.InFlight,
 		RetryAfter:                  retryAfter,
 	})
 	return chain, nil
+}
+
+// setUpAudit makes the auditor when a backend is configured.
+func (g *Gateway) setUpAudit() error {
+	o := g.opts.Audit
+	if !o.Enabled() {
+		return nil
+	}
+	policy, err := audit.LoadPolicy(o.PolicyFile)
+	if err != nil {
+		return fmt.Errorf("--audit-policy-file: %w", err)
+	}
+	var sinks audit.Sinks
+	if o.LogPath != "" {
+		g.auditLog = audit.NewLogBackend(o)
+		sinks = append(sinks, g.auditLog)
+	}
+	if o.NATSSubject != "" {
+		if g.auditNATS, err = audit.NewNATSBackend(g.nc, o.NATSSubject, g.Log); err != nil {
+			return fmt.Errorf("--audit-nats-subject: %w", err)
+		}
+		sinks = append(sinks, g.auditNATS)
+	}
+	g.auditor = audit.New(policy, sinks)
+	return nil
 }
 
 // addHooks registers the gateway's own post-start hooks.
@@ -302,6 +336,12 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 	if g.rbacSync != nil {
 		tasks = append(tasks, g.rbacSync.Run)
+	}
+	if g.auditNATS != nil {
+		tasks = append(tasks, g.auditNATS.Run)
+	}
+	if g.auditLog != nil {
+		defer g.auditLog.Close()
 	}
 	return g.Server.RunAlongside(ctx, tasks...)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/topology"
+	"github.com/apichain/apichain/services/gateway/audit"
 	"github.com/apichain/apichain/services/gateway/authz"
 	"github.com/apichain/apichain/services/gateway/serviceaccount"
 	"github.com/spf13/pflag"
@@ -32,6 +33,7 @@ type Options struct {
 	TokenAuthFile   string
 	AnonymousAuth   bool
 	ServiceAccounts serviceaccount.Options
+	Audit           audit.Options
 	// AuthorizationModes is kube's --authorization-mode, in order.
 	AuthorizationModes []string
 	HSTSDirectives     string
@@ -82,6 +84,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, "Static bearer tokens, CSV: token,user,uid,\"group1,group2\".")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth, "Requests without credentials are system:anonymous, for the authorizer to decide on (RBAC lets them read /healthz, /livez, /readyz and /version); otherwise they are 401.")
 	o.ServiceAccounts.AddFlags(fs)
+	o.Audit.AddFlags(fs)
 	fs.StringVar(&o.HSTSDirectives, "strict-transport-security-directives", o.HSTSDirectives, "Strict-Transport-Security header value; empty sends none.")
 	fs.StringVar(&o.BackendCAFile, "backend-ca-file", o.BackendCAFile, "CA of the backends' serving certificates (default: the generated CA).")
 	fs.StringVar(&o.BackendClientCertFile, "backend-client-cert-file", o.BackendClientCertFile, "Client certificate for the backends (default: generated).")
@@ -128,5 +131,5 @@ func (o *Options) Validate() error {
 	if o.RequestTimeout <= 0 {
 		errs = append(errs, errors.New("--request-timeout must be positive"))
 	}
-	return errors.Join(append(errs, o.Lifecycle.Validate(), o.ServiceAccounts.Validate())...)
+	return errors.Join(append(errs, o.Lifecycle.Validate(), o.ServiceAccounts.Validate(), o.Audit.Validate())...)
 }

@@ -4,7 +4,9 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/pkg/user"
+	"github.com/apichain/apichain/services/gateway/audit"
 	"github.com/apichain/apichain/services/gateway/authn"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,7 +18,7 @@ import (
 // As kube's union authenticator, an authenticator's error does not end the search: a later
 // one may still succeed (a bad token, then a good client certificate). But a request that
 // presented bad credentials and nothing good is 401, never anonymous.
-func WithAuthentication(next http.Handler, a authn.Authentication, log *slog.Logger) http.Handler {
+func WithAuthentication(next http.Handler, a authn.Authentication, log *slog.Logger, auditor *audit.Auditor) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		failed := false
 		for _, authenticator := range a.Authenticators {
@@ -33,7 +35,7 @@ func WithAuthentication(next http.Handler, a authn.Authentication, log *slog.Log
 			}
 		}
 		if failed {
-			unauthorized(w)
+			unauthorized(w, r, auditor)
 			return
 		}
 		if a.Anonymous {
@@ -41,10 +43,12 @@ func WithAuthentication(next http.Handler, a authn.Authentication, log *slog.Log
 			next.ServeHTTP(w, r.WithContext(user.WithUser(r.Context(), u)))
 			return
 		}
-		unauthorized(w)
+		unauthorized(w, r, auditor)
 	})
 }
 
-func unauthorized(w http.ResponseWriter) {
-	WriteError(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
+func unauthorized(w http.ResponseWriter, r *http.Request, auditor *audit.Auditor) {
+	st := rpcstatus.NewStatus(http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
+	FailedAuthentication(auditor, r, st)
+	WriteStatus(w, st)
 }

@@ -141,7 +141,7 @@ func TestWithAuthentication(t *testing.T) {
 				called = true
 				gotUser, _ = user.From(r.Context())
 				gotAuthz = r.Header.Values("Authorization")
-			}), authn.Authentication{Authenticators: authns, Anonymous: !tc.noAnon}, discardLog)
+			}), authn.Authentication{Authenticators: authns, Anonymous: !tc.noAnon}, discardLog, nil)
 
 			req := httptest.NewRequest("GET", tc.path, nil)
 			if tc.authz != "" {
@@ -174,7 +174,7 @@ func TestWithAuthenticationTokenUserDetails(t *testing.T) {
 	h := WithAuthentication(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, _ := user.From(r.Context())
 		got = append(got, u)
-	}), authn.Authentication{Authenticators: []authn.Authenticator{authn.NewBearer(nil, tf)}}, discardLog)
+	}), authn.Authentication{Authenticators: []authn.Authenticator{authn.NewBearer(nil, tf)}}, discardLog, nil)
 
 	for range 2 {
 		req := httptest.NewRequest("GET", "/api/v1/pods", nil)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/pkg/user"
+	"github.com/apichain/apichain/services/gateway/audit"
 	"github.com/apichain/apichain/services/gateway/authz"
 )
 
@@ -24,7 +25,11 @@ func WithAuthorization(next http.Handler, a authz.Authorizer) http.Handler {
 			WriteError(w, http.StatusForbidden, metav1.StatusReasonForbidden, "forbidden: no user or request info")
 			return
 		}
-		if ok, reason := a.Authorize(u, info); !ok {
+		ok, reason := a.Authorize(u, info)
+		rec := audit.From(r.Context())
+		rec.Annotate(audit.DecisionAnnotation, map[bool]string{true: "allow", false: "forbid"}[ok])
+		rec.Annotate(audit.ReasonAnnotation, reason)
+		if !ok {
 			WriteStatus(w, forbiddenStatus(u, info, reason))
 			return
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/pkg/server"
+	"github.com/apichain/apichain/services/gateway/audit"
 	"github.com/apichain/apichain/services/gateway/authn"
 	"github.com/apichain/apichain/services/gateway/authz"
 )
@@ -19,7 +20,9 @@ type ChainConfig struct {
 	MaxMutatingRequestsInFlight int
 	Authentication              authn.Authentication
 	Authorizer                  authz.Authorizer
-	HSTSDirectives              string
+	// Auditor records audit events (nil: auditing is off).
+	Auditor        *audit.Auditor
+	HSTSDirectives string
 	// Metrics counts every request (nil: not counted).
 	Metrics  *RequestMetrics
 	InFlight *server.SafeWaitGroup
@@ -36,7 +39,8 @@ func BuildHandlerChain(handler http.Handler, c ChainConfig) http.Handler {
 	h = WithAuthorization(h, c.Authorizer)
 	h = WithMaxInFlightLimit(h, c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight)
 	h = WithImpersonation(h, c.Authorizer, c.Log)
-	h = WithAuthentication(h, c.Authentication, c.Log)
+	h = WithAudit(h, c.Auditor)
+	h = WithAuthentication(h, c.Authentication, c.Log, c.Auditor)
 	h = WithTimeout(h)
 	h = WithRequestDeadline(h, c.RequestTimeout)
 	h = WithWaitGroup(h, c.InFlight)

@@ -10,6 +10,7 @@ import (
 	"github.com/apichain/apichain/pkg/rbac"
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/pkg/user"
+	"github.com/apichain/apichain/services/gateway/audit"
 	"github.com/apichain/apichain/services/gateway/authz"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -139,6 +140,7 @@ func WithImpersonation(next http.Handler, a authz.Authorizer, log *slog.Logger) 
 				r.Header.Del(header)
 			}
 		}
+		audit.From(r.Context()).Impersonated(as)
 		next.ServeHTTP(w, r.WithContext(user.WithUser(r.Context(), as)))
 	})
 }

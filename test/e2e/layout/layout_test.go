@@ -115,3 +115,18 @@ func TestGatewayLinksNoEtcd(t *testing.T) {
 		assert.False(t, strings.HasPrefix(d, "go.etcd.io/"), "the gateway links %s", d)
 	}
 }
+
+// The server machinery is apichain's own: no binary links kube's generic server, handlers,
+// registry or storage, the kube-aggregator or k8s.io/kubernetes. kube's leaf libraries (audit
+// types and policy, which bring the request-context helpers of pkg/endpoints/request) are fine.
+func TestNoKubeServerMachinery(t *testing.T) {
+	forbidden := []string{"k8s.io/apiserver/pkg/server", "k8s.io/apiserver/pkg/registry", "k8s.io/apiserver/pkg/storage",
+		"k8s.io/apiserver/pkg/endpoints/handlers", "k8s.io/kube-aggregator/", "k8s.io/kubernetes/"}
+	pkgs := list(t, "-deps", "./cmd/apichain", "./services/gateway", "./services/core", "./services/extensions", "./services/aggregator")
+	require.Greater(t, len(pkgs), 100)
+	for _, p := range pkgs {
+		for _, f := range forbidden {
+			assert.False(t, strings.HasPrefix(p.ImportPath, f), "a binary links %s", p.ImportPath)
+		}
+	}
+}
