@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -327,4 +329,67 @@ func TestClientGoGarbageCollection(t *testing.T) {
 	child, err := cms.Get(ctx, "or-child-0", metav1.GetOptions{})
 	require.NoError(t, err, "orphans survive")
 	assert.Empty(t, child.OwnerReferences)
+}
+
+// client-go's impersonation (rest.Config.Impersonate) and the self reviews, answered for the
+// impersonated user from the real authorizer.
+func TestClientGoImpersonationAndSelfReviews(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	require.NoError(t, os.WriteFile(tokens, []byte("carol-token,carol,1003\n"), 0o600))
+	c, _ := startAllInOne(t, "--token-auth-file", tokens)
+	ctx := context.Background()
+	admin := clientset(t, c)
+	createNamespace(t, admin, "imp")
+	asBob := rest.CopyConfig(c.config)
+	asBob.Impersonate = rest.ImpersonationConfig{UserName: "bob", Groups: []string{"devs"}, Extra: map[string][]string{"scopes": {"view"}}}
+	bob := kubernetes.NewForConfigOrDie(asBob)
+
+	ssr, err := bob.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "bob", ssr.Status.UserInfo.Username)
+	assert.Equal(t, []string{"devs", "system:authenticated"}, ssr.Status.UserInfo.Groups)
+	assert.Equal(t, authenticationv1.ExtraValue{"view"}, ssr.Status.UserInfo.Extra["scopes"])
+
+	canGet := func() bool {
+		r, err := bob.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "configmaps", Namespace: "imp"}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return r.Status.Allowed
+	}
+	assert.False(t, canGet())
+	_, err = bob.CoreV1().ConfigMaps("imp").List(ctx, metav1.ListOptions{})
+	require.True(t, apierrors.IsForbidden(err), "got %v", err)
+	assert.Contains(t, err.Error(), `User "bob" cannot list resource "configmaps" in API group "" in the namespace "imp"`)
+
+	_, err = admin.RbacV1().RoleBindings("imp").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "devs-view"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects: []rbacv1.Subject{{Kind: "Group", APIGroup: rbacv1.GroupName, Name: "devs"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, canGet, 5*time.Second, 10*time.Millisecond, "the binding to bob's impersonated group applies")
+	_, err = bob.CoreV1().ConfigMaps("imp").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+
+	rules, err := bob.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx, &authorizationv1.SelfSubjectRulesReview{
+		Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: "imp"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	found := false
+	for _, r := range rules.Status.ResourceRules {
+		found = found || slices.Contains(r.Resources, "configmaps") && slices.Contains(r.Verbs, "list")
+	}
+	assert.True(t, found, "view's configmaps rule is among bob's rules: %+v", rules.Status.ResourceRules)
+
+	local, err := admin.AuthorizationV1().LocalSubjectAccessReviews("imp").Create(ctx, &authorizationv1.LocalSubjectAccessReview{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "imp"},
+		Spec: authorizationv1.SubjectAccessReviewSpec{User: "bob", Groups: []string{"devs"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "watch", Resource: "configmaps", Namespace: "imp"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.True(t, local.Status.Allowed)
+
+	// A user without the impersonate verb may not act as another.
+	asCarol := rest.AnonymousClientConfig(c.config)
+	asCarol.BearerToken = "carol-token"
+	asCarol.Impersonate = rest.ImpersonationConfig{UserName: "alice"}
+	_, err = kubernetes.NewForConfigOrDie(asCarol).CoreV1().ConfigMaps("imp").List(ctx, metav1.ListOptions{})
+	require.True(t, apierrors.IsForbidden(err), "got %v", err)
+	assert.Contains(t, err.Error(), `users "alice" is forbidden: User "carol" cannot impersonate resource "users" in API group "" at the cluster scope`)
 }

@@ -129,7 +129,9 @@ func WithImpersonation(next http.Handler, a authz.Authorizer, log *slog.Logger) 
 				return
 			}
 		}
-		if !groupsGiven && as.Name != user.Anonymous && !hasAny(as.Groups, user.AllAuthenticated, user.AllUnauthenticated) {
+		// As kube: a non-anonymous user is in system:authenticated unless the groups asked for
+		// already say authenticated or not.
+		if as.Name != user.Anonymous && !hasAny(as.Groups, user.AllAuthenticated, user.AllUnauthenticated) {
 			as.Groups = append(as.Groups, user.AllAuthenticated)
 		}
 		r.Header.Del(authenticationv1.ImpersonateUserHeader)
