@@ -256,5 +256,5 @@ func TestImpersonation(t *testing.T) {
 	admin.run("get", "configmaps", "-n", "team", "--as", "bob")
 
 	out = bob.fails("get", "configmaps", "-n", "team", "--as", "admin")
-	assert.Contains(t, out, `users "admin" is forbidden: User "bob" cannot impersonate resource "users" in API group "" at the cluster scope`)
+	assert.Contains(t, out, `configmaps is forbidden: User "bob" cannot impersonate-on:user-info:list resource "configmaps" in API group "" in the namespace "team"`)
 }

@@ -136,8 +136,9 @@ func (rec *Record) Annotate(key, value string) {
 	rec.ev.Annotations[key] = value
 }
 
-// Impersonated records the user the request acts as; user stays the one who sent it.
-func (rec *Record) Impersonated(u *user.User) {
+// Impersonated records the user the request acts as and the constrained-impersonation verb
+// that allowed it ("" for legacy impersonation); user stays the one who sent it.
+func (rec *Record) Impersonated(u *user.User, constraint string) {
 	if rec == nil {
 		return
 	}
@@ -145,6 +146,9 @@ func (rec *Record) Impersonated(u *user.User) {
 	defer rec.mu.Unlock()
 	info := userInfo(u)
 	rec.ev.ImpersonatedUser = &info
+	if constraint != "" {
+		rec.ev.AuthenticationMetadata = &auditv1.AuthenticationMetadata{ImpersonationConstraint: constraint}
+	}
 }
 
 // NeedsRequestObject reports whether RequestObject would use the body: at Request level and

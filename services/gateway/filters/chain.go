@@ -50,6 +50,7 @@ func BuildHandlerChain(handler http.Handler, c ChainConfig) http.Handler {
 		h = WithRetryAfter(h, c.RetryAfter)
 	}
 	h = WithRequestMetrics(h, c.Metrics)
+	h = WithPrettyPrint(h)
 	h = WithRequestInfo(h, requestinfo.NewResolver())
 	h = WithPanicRecovery(h, c.Log)
 	h = WithAuditID(h)

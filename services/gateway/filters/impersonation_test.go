@@ -46,17 +46,19 @@ func TestWithImpersonation(t *testing.T) {
 			headers: map[string][]string{"Impersonate-User": {"system:serviceaccount:team:ci"}},
 			want: &user.User{Name: "system:serviceaccount:team:ci",
 				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:team", user.AllAuthenticated}}},
-		{name: "anonymous gets no system:authenticated", as: admin, headers: map[string][]string{"Impersonate-User": {user.Anonymous}},
-			want: &user.User{Name: user.Anonymous}},
+		{name: "anonymous gets system:unauthenticated", as: admin, headers: map[string][]string{"Impersonate-User": {user.Anonymous}},
+			want: &user.User{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}},
+		// Refused by every mode, the answer is the first mode's refusal, as kube 1.37 answers
+		// (recorded: kubectl get pods --as=alice by a user without impersonation rights).
 		{name: "not allowed for that user", as: admin, headers: map[string][]string{"Impersonate-User": {"root"}},
 			status: &wantStatus{http.StatusForbidden, metav1.StatusReasonForbidden,
-				`users "root" is forbidden: User "admin" cannot impersonate resource "users" in API group "" at the cluster scope`}},
+				`pods is forbidden: User "admin" cannot impersonate-on:user-info:list resource "pods" in API group "" at the cluster scope`}},
 		{name: "not allowed for that group", as: admin, headers: map[string][]string{"Impersonate-User": {"bob"}, "Impersonate-Group": {user.SystemPrivilegedGroup}},
 			status: &wantStatus{http.StatusForbidden, metav1.StatusReasonForbidden,
-				`groups "system:masters" is forbidden: User "admin" cannot impersonate resource "groups" in API group "" at the cluster scope`}},
+				`pods is forbidden: User "admin" cannot impersonate-on:user-info:list resource "pods" in API group "" at the cluster scope`}},
 		{name: "not allowed at all", as: &user.User{Name: "bob"}, headers: map[string][]string{"Impersonate-User": {"system:serviceaccount:team:ci"}},
 			status: &wantStatus{http.StatusForbidden, metav1.StatusReasonForbidden,
-				`serviceaccounts "ci" is forbidden: User "bob" cannot impersonate resource "serviceaccounts" in API group "" in the namespace "team"`}},
+				`pods is forbidden: User "bob" cannot impersonate-on:serviceaccount:list resource "pods" in API group "" at the cluster scope`}},
 		{name: "groups without a user: kube's 400, recorded from kube-apiserver", as: admin, headers: map[string][]string{"Impersonate-Group": {"devs"}},
 			status: &wantStatus{http.StatusBadRequest, metav1.StatusReasonBadRequest,
 				`requested &user.DefaultInfo{Name:"", UID:"", Groups:[]string{"devs"}, Extra:map[string][]string(nil)} without impersonating a user name`}},
@@ -68,10 +70,10 @@ func TestWithImpersonation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got *user.User
 			var leftover http.Header
-			h := withTestUser(WithImpersonation(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := withTestUser(WithRequestInfo(WithImpersonation(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				got, _ = user.From(r.Context())
 				leftover = r.Header.Clone()
-			}), impersonators, discardLog), tc.as)
+			}), impersonators, discardLog), requestinfo.NewResolver()), tc.as)
 			req := httptest.NewRequest("GET", "/api/v1/pods", nil)
 			for k, vs := range tc.headers {
 				for _, v := range vs {
@@ -94,6 +96,55 @@ func TestWithImpersonation(t *testing.T) {
 	}
 }
 
+// carol may act as alice only to list pods (constrained impersonation); root may do anything.
+var constrained = authorizerFunc(func(u *user.User, info *requestinfo.RequestInfo) (bool, string) {
+	switch u.Name {
+	case "root":
+		return true, ""
+	case "carol":
+		return info.Verb == "impersonate:user-info" && info.APIGroup == "authentication.k8s.io" && info.Resource == "users" && info.Name == "alice" ||
+			info.Verb == "impersonate-on:user-info:list" && info.Resource == "pods", ""
+	}
+	return false, ""
+})
+
+func TestConstrainedImpersonation(t *testing.T) {
+	run := func(as *user.User, method, path string, headers map[string]string) (*httptest.ResponseRecorder, *user.User) {
+		var got *user.User
+		h := withTestUser(WithRequestInfo(WithImpersonation(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got, _ = user.From(r.Context())
+		}), constrained, discardLog), requestinfo.NewResolver()), as)
+		req := httptest.NewRequest(method, path, nil)
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec, got
+	}
+	carol, root := &user.User{Name: "carol"}, &user.User{Name: "root", Groups: []string{user.SystemPrivilegedGroup}}
+	asAlice := map[string]string{"Impersonate-User": "alice"}
+	rec, got := run(carol, "GET", "/api/v1/namespaces/a/pods", asAlice)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Equal(t, &user.User{Name: "alice", Groups: []string{user.AllAuthenticated}}, got)
+
+	rec, _ = run(carol, "GET", "/api/v1/namespaces/a/pods/p", asAlice)
+	requireRecStatus(t, rec, wantStatus{http.StatusForbidden, metav1.StatusReasonForbidden,
+		`pods "p" is forbidden: User "carol" cannot impersonate-on:user-info:get resource "pods" in API group "" in the namespace "a"`})
+	rec, _ = run(carol, "GET", "/api/v1/namespaces/a/pods", map[string]string{"Impersonate-User": "bob"})
+	requireRecStatus(t, rec, wantStatus{http.StatusForbidden, metav1.StatusReasonForbidden,
+		`users.authentication.k8s.io "bob" is forbidden: User "carol" cannot impersonate:user-info resource "users" in API group "authentication.k8s.io" at the cluster scope`})
+
+	// Constrained impersonation never grants system:masters; legacy "impersonate" still may.
+	rec, got = run(root, "GET", "/api/v1/pods", map[string]string{"Impersonate-User": "x", "Impersonate-Group": user.SystemPrivilegedGroup})
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Equal(t, []string{user.SystemPrivilegedGroup, user.AllAuthenticated}, got.Groups)
+	// A node is impersonated with the nodes' group.
+	rec, got = run(root, "GET", "/api/v1/pods", map[string]string{"Impersonate-User": "system:node:n1"})
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Equal(t, []string{"system:nodes", user.AllAuthenticated}, got.Groups)
+}
+
 // FuzzImpersonationHeaders: any headers give a user, a kube Status, or pass through; never a
 // panic.
 func FuzzImpersonationHeaders(f *testing.F) {
@@ -114,11 +165,11 @@ func FuzzImpersonationHeaders(f *testing.F) {
 		set("Impersonate-Extra-"+extraKey, extraValue)
 		rec := httptest.NewRecorder()
 		admin := &user.User{Name: "admin"}
-		withTestUser(WithImpersonation(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		withTestUser(WithRequestInfo(WithImpersonation(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if _, ok := user.From(r.Context()); !ok {
 				t.Fatal("no user")
 			}
-		}), impersonators, discardLog), admin).ServeHTTP(rec, req)
+		}), impersonators, discardLog), requestinfo.NewResolver()), admin).ServeHTTP(rec, req)
 		if rec.Code != http.StatusOK && rec.Code != http.StatusForbidden && rec.Code != http.StatusBadRequest {
 			t.Fatalf("code %d", rec.Code)
 		}

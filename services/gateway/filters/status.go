@@ -3,6 +3,7 @@
 package filters
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 
@@ -24,8 +25,15 @@ func WriteStatus(w http.ResponseWriter, s *metav1.Status) {
 	WriteStatusJSON(w, int(s.Code), data)
 }
 
-// WriteStatusJSON writes a kube Status already encoded as JSON (by a backend) with its code.
+// WriteStatusJSON writes a kube Status already encoded as JSON (by a backend) with its code,
+// indented for a client that reads it itself.
 func WriteStatusJSON(w http.ResponseWriter, code int, data []byte) {
+	if IsPretty(w) {
+		var buf bytes.Buffer
+		if json.Indent(&buf, data, "", "  ") == nil {
+			data = append(buf.Bytes(), '\n')
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)

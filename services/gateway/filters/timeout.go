@@ -61,6 +61,9 @@ type timeoutWriter struct {
 
 func (t *timeoutWriter) Header() http.Header { return t.h }
 
+// writesTo is where the buffered response goes (not an Unwrap: nothing may bypass the buffer).
+func (t *timeoutWriter) writesTo() http.ResponseWriter { return t.w }
+
 func (t *timeoutWriter) WriteHeader(code int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -140,7 +140,7 @@ func (p *REST) ServeResource(w http.ResponseWriter, r *http.Request, info *reque
 	ref := &resourcev1.ResourceRef{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource,
 		Subresource: info.Subresource, Namespace: info.Namespace, Name: info.Name}
 	q := r.URL.Query()
-	enc := &resourcev1.Encoding{Accept: r.Header.Get("Accept"), Pretty: q.Get("pretty") == "true" || q.Get("pretty") == "1"}
+	enc := &resourcev1.Encoding{Accept: r.Header.Get("Accept"), Pretty: filters.PrettyPrint(r)}
 	gv := discovery.GroupVersion(info.APIGroup, info.APIVersion)
 	client := func(conn grpc.ClientConnInterface) resourcev1.ResourceServiceClient {
 		return resourcev1.NewResourceServiceClient(conn)

@@ -3,7 +3,9 @@
 package reviews
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"mime"
 	"net/http"
@@ -117,6 +119,12 @@ func WriteObject(w http.ResponseWriter, r *http.Request, gv schema.GroupVersion,
 	if err != nil {
 		filters.WriteStatus(w, &apierrors.NewInternalError(err).ErrStatus)
 		return
+	}
+	if out == runtime.ContentTypeJSON && filters.IsPretty(w) {
+		var buf bytes.Buffer
+		if json.Indent(&buf, body, "", "  ") == nil {
+			body = buf.Bytes()
+		}
 	}
 	w.Header().Set("Content-Type", out)
 	w.WriteHeader(code)
