@@ -2,6 +2,7 @@ package serviceaccount
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/utils/lru"
 
 	"github.com/apichain/apichain/pkg/user"
 	"github.com/apichain/apichain/services/gateway/authn"
@@ -58,6 +61,18 @@ type Tokens struct {
 	objects *Objects
 	log     *slog.Logger
 	now     func() time.Time
+	// verified holds the claims of tokens whose signature checked out, by the token's
+	// SHA-256, so a client's next request costs no signature check (an ES256 verification
+	// is most of a token's cost). Expiry, audience and the bound objects are still checked
+	// on every request, so a deleted service account stops its tokens at once; kube instead
+	// caches whole answers for ten seconds.
+	verified *lru.Cache
+}
+
+// verifiedClaims are a verified token's claims.
+type verifiedClaims struct {
+	public  jwt.Claims
+	private privateClaims
 }
 
 // New loads the keys in opts (complete them with Or first); bound objects are looked up in
@@ -71,7 +86,8 @@ func New(opts Options, objects *Objects, log *slog.Logger) (*Tokens, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tokens{opts: opts, keys: keys, signer: signer, objects: objects, log: log, now: time.Now}, nil
+	return &Tokens{opts: opts, keys: keys, signer: signer, objects: objects, log: log, now: time.Now,
+		verified: lru.New(4096)}, nil
 }
 
 // APIAudiences are the audiences a token must carry to call the API.
@@ -130,31 +146,11 @@ func (t *Tokens) AuthenticateToken(ctx context.Context, token string) (*authn.Re
 	if iss := issuerOf(token); iss == "" || !slices.Contains(t.opts.Issuers, iss) {
 		return nil, false, nil
 	}
-	tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.ES384, jose.ES512})
-	if err != nil || len(tok.Headers) != 1 {
-		return nil, false, nil
+	claims, err := t.verify(token)
+	if claims == nil {
+		return nil, false, err
 	}
-	var public jwt.Claims
-	var private privateClaims
-	var errs []error
-	found := false
-	for _, k := range t.keys.public {
-		if kid := tok.Headers[0].KeyID; kid != "" && kid != k.KeyID {
-			continue
-		}
-		if err := tok.Claims(k.Key, &public, &private); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		found = true
-		break
-	}
-	if !found {
-		if len(errs) == 0 {
-			return nil, false, errors.New("invalid signature: no key for the token's key ID")
-		}
-		return nil, false, errors.Join(errs...)
-	}
+	public, private := claims.public, claims.private
 	now := t.now()
 	switch err := public.ValidateWithLeeway(jwt.Expected{Time: now}, jwt.DefaultLeeway); {
 	case err == nil:
@@ -181,6 +177,36 @@ func (t *Tokens) AuthenticateToken(ctx context.Context, token string) (*authn.Re
 		u.Extra[authn.CredentialIDKey] = []string{"JTI=" + public.ID}
 	}
 	return &authn.Response{User: u, Audiences: auds}, true, nil
+}
+
+// verify checks the token's signature against the keys and returns its claims; nil claims and
+// no error mean the token is no JWS of ours.
+func (t *Tokens) verify(token string) (*verifiedClaims, error) {
+	sum := sha256.Sum256([]byte(token))
+	if c, ok := t.verified.Get(sum); ok {
+		return c.(*verifiedClaims), nil
+	}
+	tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.ES384, jose.ES512})
+	if err != nil || len(tok.Headers) != 1 {
+		return nil, nil
+	}
+	c := &verifiedClaims{}
+	var errs []error
+	for _, k := range t.keys.public {
+		if kid := tok.Headers[0].KeyID; kid != "" && kid != k.KeyID {
+			continue
+		}
+		if err := tok.Claims(k.Key, &c.public, &c.private); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		t.verified.Add(sum, c)
+		return c, nil
+	}
+	if len(errs) == 0 {
+		return nil, errors.New("invalid signature: no key for the token's key ID")
+	}
+	return nil, errors.Join(errs...)
 }
 
 // validate checks that what the token is bound to still exists with the UIDs it names (kube's
