@@ -3,7 +3,11 @@
 // the identity the gateway sent with the request.
 package user
 
-import "context"
+import (
+	"context"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+)
 
 // User is an authenticated identity.
 type User struct {
@@ -32,4 +36,19 @@ func WithUser(ctx context.Context, u *User) context.Context {
 func From(ctx context.Context) (*User, bool) {
 	u, ok := ctx.Value(key{}).(*User)
 	return u, ok && u != nil
+}
+
+// Info is u as kube's API objects carry a user (reviews, audit events); nil is the empty user.
+func (u *User) Info() authenticationv1.UserInfo {
+	if u == nil {
+		return authenticationv1.UserInfo{}
+	}
+	out := authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
+	for k, v := range u.Extra {
+		if out.Extra == nil {
+			out.Extra = map[string]authenticationv1.ExtraValue{}
+		}
+		out.Extra[k] = v
+	}
+	return out
 }

@@ -15,7 +15,6 @@ import (
 	pkgaudit "github.com/apichain/apichain/pkg/audit"
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/pkg/user"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -82,7 +81,7 @@ func (a *Auditor) Start(r *http.Request, u *user.User, info *requestinfo.Request
 		Level:                    auditv1.Level(cfg.Level),
 		AuditID:                  types.UID(pkgaudit.IDFrom(r.Context())),
 		RequestURI:               r.URL.RequestURI(),
-		User:                     userInfo(u),
+		User:                     u.Info(),
 		SourceIPs:                sourceIPs(r),
 		UserAgent:                r.UserAgent(),
 		RequestReceivedTimestamp: metav1.NewMicroTime(a.now()),
@@ -144,7 +143,7 @@ func (rec *Record) Impersonated(u *user.User, constraint string) {
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	info := userInfo(u)
+	info := u.Info()
 	rec.ev.ImpersonatedUser = &info
 	if constraint != "" {
 		rec.ev.AuthenticationMetadata = &auditv1.AuthenticationMetadata{ImpersonationConstraint: constraint}
@@ -266,20 +265,6 @@ func asJSON(contentType string, body []byte) *runtime.Unknown {
 		return nil
 	}
 	return &runtime.Unknown{Raw: buf.Bytes(), ContentType: runtime.ContentTypeJSON}
-}
-
-func userInfo(u *user.User) authenticationv1.UserInfo {
-	if u == nil {
-		return authenticationv1.UserInfo{}
-	}
-	out := authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
-	for k, v := range u.Extra {
-		if out.Extra == nil {
-			out.Extra = map[string]authenticationv1.ExtraValue{}
-		}
-		out.Extra[k] = v
-	}
-	return out
 }
 
 // sourceIPs is kube's list: X-Forwarded-For, X-Real-Ip, then the peer's address.

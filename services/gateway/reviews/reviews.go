@@ -157,7 +157,7 @@ func splitAccept(accept string) []string {
 func (h *Handler) answer(r *http.Request, u *user.User, info *requestinfo.RequestInfo, obj runtime.Object) error {
 	switch o := obj.(type) {
 	case *authenticationv1.SelfSubjectReview:
-		o.Status.UserInfo = userInfo(u)
+		o.Status.UserInfo = u.Info()
 	case *authenticationv1.TokenReview:
 		return h.reviewToken(r.Context(), o)
 	case *authorizationv1.SelfSubjectAccessReview:
@@ -197,7 +197,7 @@ func (h *Handler) reviewToken(ctx context.Context, o *authenticationv1.TokenRevi
 		return nil
 	}
 	o.Status.Authenticated = true
-	o.Status.User = userInfo(authn.WithAuthenticatedGroup(resp.User))
+	o.Status.User = authn.WithAuthenticatedGroup(resp.User).Info()
 	o.Status.Audiences = resp.Audiences
 	return nil
 }
@@ -214,20 +214,6 @@ func (h *Handler) access(u *user.User, ra *authorizationv1.ResourceAttributes, n
 	}
 	allowed, reason := h.Authorizer.Authorize(u, info)
 	return authorizationv1.SubjectAccessReviewStatus{Allowed: allowed, Denied: !allowed, Reason: reason}
-}
-
-func userInfo(u *user.User) authenticationv1.UserInfo {
-	if u == nil {
-		return authenticationv1.UserInfo{}
-	}
-	out := authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
-	for k, v := range u.Extra {
-		if out.Extra == nil {
-			out.Extra = map[string]authenticationv1.ExtraValue{}
-		}
-		out.Extra[k] = v
-	}
-	return out
 }
 
 func subjectUser(spec authorizationv1.SubjectAccessReviewSpec) *user.User {

@@ -227,25 +227,26 @@ func (t *Tokens) validate(ctx context.Context, now time.Time, k kubeClaims) (*us
 	if string(sa.GetUID()) != k.ServiceAccount.UID {
 		return nil, fmt.Errorf("service account UID (%s) does not match claim (%s)", sa.GetUID(), k.ServiceAccount.UID)
 	}
-	if k.Secret != nil {
-		s, err := t.objects.get(ctx, kindSecret, k.Namespace, k.Secret.Name)
-		if err != nil || gone(s) {
+	// A bound Secret or Pod must still be there with the UID the token names.
+	for _, b := range []struct {
+		kind kind
+		what string
+		ref  *ref
+	}{{kindSecret, "secret", k.Secret}, {kindPod, "pod", k.Pod}} {
+		if b.ref == nil {
+			continue
+		}
+		o, err := t.objects.get(ctx, b.kind, k.Namespace, b.ref.Name)
+		if err != nil || gone(o) {
 			return nil, errors.New("service account token has been invalidated")
 		}
-		if string(s.GetUID()) != k.Secret.UID {
-			return nil, fmt.Errorf("secret UID (%s) does not match service account secret ref claim (%s)", s.GetUID(), k.Secret.UID)
+		if string(o.GetUID()) != b.ref.UID {
+			return nil, fmt.Errorf("%s UID (%s) does not match service account %s ref claim (%s)", b.what, o.GetUID(), b.what, b.ref.UID)
 		}
 	}
 	u := &user.User{Name: usernamePrefix + k.Namespace + ":" + k.ServiceAccount.Name, UID: k.ServiceAccount.UID,
 		Groups: []string{allGroup, namespacePrefix + k.Namespace}, Extra: map[string][]string{}}
 	if k.Pod != nil {
-		p, err := t.objects.get(ctx, kindPod, k.Namespace, k.Pod.Name)
-		if err != nil || gone(p) {
-			return nil, errors.New("service account token has been invalidated")
-		}
-		if string(p.GetUID()) != k.Pod.UID {
-			return nil, fmt.Errorf("pod UID (%s) does not match service account pod ref claim (%s)", p.GetUID(), k.Pod.UID)
-		}
 		u.Extra[extraPodName] = []string{k.Pod.Name}
 		u.Extra[extraPodUID] = []string{k.Pod.UID}
 	}
