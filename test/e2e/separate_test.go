@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -139,4 +140,42 @@ func TestInformerSurvivesWatchRestart(t *testing.T) {
 		_, before, _ := inf.GetStore().GetByKey("survive/before")
 		return after && !before
 	}, 60*time.Second, 50*time.Millisecond, "the informer sees changes made after its watch restarted")
+}
+
+// Two gateway replicas with the same keys: a token one issues works on the other, and RBAC
+// changes and a deleted service account reach both.
+func TestGatewayReplicasShareIdentity(t *testing.T) {
+	c := startCluster(t)
+	// The second replica has its own data directory (its own admin kubeconfig) holding the
+	// cluster's certificates and keys, as compose's gateways share the volume.
+	data2 := tempDataDir(t)
+	require.NoError(t, os.CopyFS(filepath.Join(data2, "pki"), os.DirFS(c.pki.Dir)))
+	start(t, "gateway", "--data-dir", data2, "--secure-port", "0", "--bind-address", "127.0.0.1", "--instance-id", "gateway-2",
+		"--nats-url", c.nats.URL(), "--lifecycle-ttl", "3s",
+		"--aggregator-address", c.addr("aggregator"), "--core-address", c.addr("core"), "--extensions-address", c.addr("extensions"))
+	second := waitKubeconfig(t, filepath.Join(data2, "admin.kubeconfig"))
+	second.waitReady(60 * time.Second)
+	require.NotEqual(t, c.client.base, second.base)
+
+	first := kc{t: t, kubeconfig: filepath.Join(c.data, "admin.kubeconfig")}
+	first.run("create", "namespace", "shared")
+	first.run("create", "serviceaccount", "robot", "-n", "shared")
+	token := strings.TrimSpace(first.run("create", "token", "robot", "-n", "shared"))
+	robot2 := kc{t: t, kubeconfig: tokenKubeconfig(t, second, token)}
+	assert.Equal(t, "system:serviceaccount:shared:robot", robot2.run("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"))
+	assert.Contains(t, robot2.fails("get", "configmaps", "-n", "shared"), "forbidden")
+
+	first.run("create", "rolebinding", "robot-view", "-n", "shared", "--clusterrole=view", "--serviceaccount=shared:robot")
+	bound := time.Now()
+	require.Eventually(t, func() bool {
+		_, err := kubectl(t, robot2.kubeconfig, "get", "configmaps", "-n", "shared")
+		return err == nil
+	}, 5*time.Second, 10*time.Millisecond)
+	t.Logf("the binding made through one gateway applied on the other after %s", time.Since(bound).Round(time.Millisecond))
+
+	first.run("delete", "serviceaccount", "robot", "-n", "shared")
+	require.Eventually(t, func() bool {
+		out, err := kubectl(t, robot2.kubeconfig, "get", "configmaps", "-n", "shared")
+		return err != nil && strings.Contains(out, "Unauthorized")
+	}, 5*time.Second, 10*time.Millisecond, "the other replica stops the token too")
 }
