@@ -145,16 +145,25 @@ func fieldEqual(a, b runtime.Object, name string) bool {
 
 // validateCreate runs kube's object-meta rules and the kind's own.
 func (h *Handler) validateCreate(r *Resource, acc metav1.Object, obj runtime.Object) field.ErrorList {
-	errs := apivalidation.ValidateObjectMetaAccessor(acc, r.Namespaced, nameValidator(r), field.NewPath("metadata"))
+	var errs field.ErrorList
+	if !r.ValidatesMeta {
+		errs = apivalidation.ValidateObjectMetaAccessor(acc, r.Namespaced, nameValidator(r), field.NewPath("metadata"))
+	}
 	if r.Validate != nil {
 		errs = append(errs, r.Validate(obj)...)
+	}
+	if r.ValidateCreate != nil {
+		errs = append(errs, r.ValidateCreate(obj)...)
 	}
 	return errs
 }
 
 func (h *Handler) validateUpdate(r *Resource, acc, oldAcc metav1.Object, obj, old runtime.Object) field.ErrorList {
-	errs := apivalidation.ValidateObjectMetaAccessorUpdate(acc, oldAcc, field.NewPath("metadata"))
-	errs = append(errs, apivalidation.ValidateObjectMetaAccessor(acc, r.Namespaced, nameValidator(r), field.NewPath("metadata"))...)
+	var errs field.ErrorList
+	if !r.ValidatesMeta {
+		errs = apivalidation.ValidateObjectMetaAccessorUpdate(acc, oldAcc, field.NewPath("metadata"))
+		errs = append(errs, apivalidation.ValidateObjectMetaAccessor(acc, r.Namespaced, nameValidator(r), field.NewPath("metadata"))...)
+	}
 	if r.Validate != nil {
 		errs = append(errs, r.Validate(obj)...)
 	}

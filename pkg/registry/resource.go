@@ -35,8 +35,15 @@ type Resource struct {
 
 	// ValidateName checks names (default: a DNS subdomain, as for most kinds).
 	ValidateName apivalidation.ValidateNameFunc
-	// Validate checks kind-specific rules on create (object metadata is checked generically).
+	// Validate checks kind-specific rules on create and update (object metadata is checked
+	// generically).
 	Validate func(obj runtime.Object) field.ErrorList
+	// ValidateCreate checks rules that apply on create only (a kind whose update rules differ,
+	// as a CRD's ratchet).
+	ValidateCreate func(obj runtime.Object) field.ErrorList
+	// ValidatesMeta says the kind's own validation covers object metadata (kube's CRD
+	// validation does), so the generic rules do not report the same error twice.
+	ValidatesMeta bool
 	// ValidateUpdate checks kind-specific rules on update, e.g. immutable fields.
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
 	// AuthorizeWrite refuses a create (old nil) or update that the request's user may not
@@ -46,6 +53,9 @@ type Resource struct {
 	ValidateDelete func(name string) error
 	// PrepareForCreate defaults and clears fields a client may not set.
 	PrepareForCreate func(obj runtime.Object)
+	// PrepareForUpdate adjusts an update of the main resource after the generic merge (status
+	// kept, generation bumped): a CRD records its new storage version.
+	PrepareForUpdate func(obj, old runtime.Object)
 	// FieldLabels returns the kind-specific field selector values (metadata.name and, for
 	// namespaced kinds, metadata.namespace are always there).
 	FieldLabels func(obj runtime.Object) fields.Set

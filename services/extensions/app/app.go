@@ -1,14 +1,47 @@
-// Package app assembles the extensions backend: CRDs and custom resources.
+// Package app assembles the extensions backend: CustomResourceDefinitions (and, to come,
+// the custom resources they define) on etcd.
 package app
 
 import (
+	"context"
+	"time"
+
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	"github.com/apichain/apichain/pkg/backend"
+	"github.com/apichain/apichain/pkg/registry"
+	"github.com/apichain/apichain/pkg/storage"
 	"github.com/apichain/apichain/pkg/topology"
+	"github.com/apichain/apichain/services/extensions/crd"
 )
 
-// Service is the extensions backend. It announces its group/version so the chain routes to it;
-// it has no resources yet, so every request it gets is "not served".
-var Service = backend.Service{Name: topology.Extensions, Served: func() []*discoveryv1.GroupVersion {
-	return []*discoveryv1.GroupVersion{{Group: "apiextensions.k8s.io", Version: "v1"}}
-}}
+// Service is the extensions backend.
+var Service = backend.Service{Name: topology.Extensions, Served: Served, Setup: Setup}
+
+// Served lists apiextensions.k8s.io/v1.
+func Served() []*discoveryv1.GroupVersion {
+	return registry.NewSet(crd.Resource()).Served()
+}
+
+// Setup installs the CRD resource and its controller on b.
+func Setup(b *backend.Backend) error {
+	scheme, err := registry.NewScheme(crd.Install)
+	if err != nil {
+		return err
+	}
+	set := registry.NewSet(crd.Resource())
+	b.SetOpenAPI(set)
+	h := registry.NewHandler(scheme, set, storage.NewStore(b.Etcd), b.Stopping())
+	h.WarmUp()
+	b.SetResources(h)
+	client := registry.NewClient(h)
+	if err := b.Server.AddPostStartHook("start-apiextensions-controllers", func(ctx context.Context) error {
+		go crd.RunController(ctx, client, b.Log, 5*time.Minute)
+		return nil
+	}); err != nil {
+		return err
+	}
+	return b.Server.AddPostStartHook("start-watch-cache", func(ctx context.Context) error {
+		h.EnableWatchCache(ctx, b.Log)
+		return nil
+	})
+}

@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  names: {plural: widgets, kind: Widget, shortNames: [wd]}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer, minimum: 1}
+`
+
+// kubectl manages CustomResourceDefinitions on the extensions service as on kube: kube's
+// defaulting, validation messages (recorded from kube-apiserver 1.37.2), columns, the names
+// and Established conditions, stored versions, and deletion through Terminating.
+func TestKubectlCRDs(t *testing.T) {
+	c, _ := startAllInOne(t)
+	k := kc{t: t, kubeconfig: filepath.Join(c.data, "admin.kubeconfig")}
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		writeFile(t, p, content)
+		return p
+	}
+
+	out := k.run("api-resources", "--api-group=apiextensions.k8s.io")
+	assert.Regexp(t, `(?m)^customresourcedefinitions\s+crd,crds\s+apiextensions.k8s.io/v1\s+false\s+CustomResourceDefinition$`, out)
+	assert.Contains(t, k.run("create", "-f", file("widgets.yaml", widgetCRD)), "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created")
+	k.run("wait", "--for=condition=Established", "--timeout=10s", "crd/widgets.example.com")
+	out = k.run("get", "crd", "widgets.example.com", "-o", "wide")
+	assert.Regexp(t, `(?m)^NAME\s+SCOPE\s+VERSIONS\s+CREATED AT\s+GROUP\s+KIND\s+SHORTNAMES\s+ESTABLISHED$`, out)
+	assert.Regexp(t, `(?m)^widgets.example.com\s+Namespaced\s+v1\(storage\)\s+\d{4}-\d\d-\d\dT\S+Z\s+example.com\s+Widget\s+wd\s+true$`, out)
+	assert.Equal(t, `widget WidgetList None ["v1"] 1 NoConflicts`,
+		k.run("get", "crd", "widgets.example.com", "-o", `jsonpath={.status.acceptedNames.singular} {.status.acceptedNames.listKind} `+
+			`{.spec.conversion.strategy} {.status.storedVersions} {.metadata.generation} {.status.conditions[?(@.type=="NamesAccepted")].reason}`))
+
+	// A second CRD of the group wanting a taken kind is not accepted, with kube's reason.
+	k.run("create", "-f", file("gadgets.yaml", strings.NewReplacer("widgets.example.com", "gadgets.example.com", "plural: widgets", "plural: gadgets",
+		"shortNames: [wd]", "shortNames: [gd]").Replace(widgetCRD)))
+	require.Eventually(t, func() bool {
+		out, _ := kubectl(t, k.kubeconfig, "get", "crd", "gadgets.example.com", "-o",
+			`jsonpath={.status.conditions[?(@.type=="NamesAccepted")].message}/{.status.conditions[?(@.type=="Established")].reason}`)
+		return out == `"WidgetList" is already in use/NotAccepted`
+	}, 5*time.Second, 20*time.Millisecond)
+
+	// kube's validation of the CRD itself, word for word as kube-apiserver 1.37.2 answers.
+	out = k.fails("apply", "-f", file("bad.yaml", `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: wrongname.example.com
+spec:
+  group: example.com
+  names: {plural: things, kind: Thing}
+  scope: Sideways
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-validations: [{rule: "self.spec.size >"}]}
+`))
+	assert.Contains(t, out, `The CustomResourceDefinition "wrongname.example.com" is invalid: 
+* metadata.name: Invalid value: "wrongname.example.com": must be spec.names.plural+"."+spec.group
+* spec.scope: Unsupported value: "Sideways": supported values: "Cluster", "Namespaced"
+* spec.validation.openAPIV3Schema.x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self.spec.size \u003e","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}: compilation failed: ERROR: <input>:1:17: Syntax error: mismatched input '<EOF>' expecting`)
+	out = k.fails("apply", "-f", file("nostorage.yaml", `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: things.example.com
+spec:
+  group: example.com
+  names: {plural: things, kind: Thing}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema: {type: object}
+`))
+	assert.Equal(t, `The CustomResourceDefinition "things.example.com" is invalid: 
+* spec.versions: Invalid value: [{"Name":"v1","Served":true,"Storage":false,"Deprecated":false,"DeprecationWarning":null,"Schema":null,"Subresources":null,"AdditionalPrinterColumns":null,"SelectableFields":null}]: must have exactly one version marked as storage version
+* status.storedVersions: Invalid value: null: must have at least one stored version
+`, out)
+
+	// A spec change bumps the generation and the accepted names follow; a new storage version
+	// joins the stored ones.
+	k.run("patch", "crd", "widgets.example.com", "--type=merge", "-p", `{"spec":{"names":{"shortNames":["wd","wdg"]}}}`)
+	require.Eventually(t, func() bool {
+		out, _ := kubectl(t, k.kubeconfig, "get", "crd", "widgets.example.com", "-o", "jsonpath={.metadata.generation} {.status.acceptedNames.shortNames}")
+		return out == `2 ["wd","wdg"]`
+	}, 5*time.Second, 20*time.Millisecond)
+	k.run("patch", "crd", "widgets.example.com", "--type=json", "-p", `[{"op":"replace","path":"/spec/versions/0/storage","value":false},`+
+		`{"op":"add","path":"/spec/versions/-","value":{"name":"v2","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object"}}}}]`)
+	assert.Equal(t, `["v1","v2"] v1,v2(storage)`, k.run("get", "crd", "widgets.example.com", "-o", `jsonpath={.status.storedVersions} `)+
+		strings.Fields(k.run("get", "crd", "widgets.example.com", "--no-headers"))[2])
+
+	// Deletion goes through the cleanup finalizer and is then complete.
+	assert.Contains(t, k.run("delete", "crd", "gadgets.example.com"), `customresourcedefinition.apiextensions.k8s.io "gadgets.example.com" deleted`)
+	require.Eventually(t, func() bool {
+		out, err := kubectl(t, k.kubeconfig, "get", "crd", "gadgets.example.com")
+		return err != nil && strings.Contains(out, "NotFound")
+	}, 5*time.Second, 20*time.Millisecond)
+	assert.Contains(t, k.run("get", "crds"), "widgets.example.com")
+}
