@@ -36,7 +36,7 @@ func (h *Handler) apply(ctx context.Context, r *Resource, req *resourcev1.PatchR
 	if err != nil {
 		return nil, err
 	}
-	fm, err := fms.get(r.GroupVersion.WithKind(r.Kind))
+	fm, err := fms.get(r)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}

@@ -39,7 +39,9 @@ type output struct {
 // negotiate picks the response encoding from an Accept header as kube does: the first
 // acceptable clause wins; "as=Table;g=meta.k8s.io;v=v1" asks for a Table and
 // "as=PartialObjectMetadata[List]" for metadata only.
-func negotiate(accept string, pretty bool) (output, error) {
+// Custom resources (noProtobuf) have no protobuf form: a client that accepts only protobuf
+// gets kube's 406, one that accepts JSON too gets JSON.
+func negotiate(accept string, pretty, noProtobuf bool) (output, error) {
 	if strings.TrimSpace(accept) == "" {
 		return output{mediaType: MediaJSON, pretty: pretty}, nil
 	}
@@ -55,6 +57,9 @@ func negotiate(accept string, pretty bool) (output, error) {
 		case MediaYAML:
 			media = MediaYAML
 		case MediaProtobuf:
+			if noProtobuf {
+				continue
+			}
 			media = MediaProtobuf
 		default:
 			continue
@@ -96,6 +101,11 @@ func (s *Scheme) encode(obj runtime.Object, gv schema.GroupVersion, o output) ([
 	if o.pretty && info.PrettySerializer != nil {
 		ser = info.PrettySerializer
 	}
+	// A custom resource (and its list) is written as it is: it is already in its version, and
+	// the scheme knows no type for it.
+	if _, ok := obj.(runtime.Unstructured); ok {
+		return runtime.Encode(ser, obj)
+	}
 	// Encode in the object's own group/version: the resource's, or meta.k8s.io/v1 for Tables
 	// and metadata, autoscaling/v1 for Scale.
 	if kinds, _, err := s.ObjectKinds(obj); err == nil && len(kinds) > 0 {
@@ -119,6 +129,10 @@ func (s *Scheme) decode(data []byte, contentType string, into runtime.Object, gv
 		if mt, _, err = mime.ParseMediaType(contentType); err != nil {
 			return unsupportedMediaType(MediaJSON, MediaYAML, MediaProtobuf)
 		}
+	}
+	_, unstructuredInto := into.(runtime.Unstructured)
+	if unstructuredInto && mt == MediaProtobuf { // custom resources have no protobuf form
+		return unsupportedMediaType(MediaJSON, MediaYAML)
 	}
 	info, ok := runtime.SerializerInfoForMediaType(s.Codecs.SupportedMediaTypes(), mt)
 	if !ok {

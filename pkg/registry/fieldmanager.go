@@ -42,13 +42,23 @@ func newFieldManagers(s *Scheme, set *Set) (*fieldManagers, error) {
 	return &fieldManagers{scheme: s, converter: tc, byGVK: map[schema.GroupVersionKind]*managedfields.FieldManager{}}, nil
 }
 
-func (f *fieldManagers) get(gvk schema.GroupVersionKind) (*managedfields.FieldManager, error) {
+// get is r's field manager: typed by the set's schemas, or for a custom resource by its
+// content, as kube's CRD field manager.
+func (f *fieldManagers) get(r *Resource) (*managedfields.FieldManager, error) {
+	gvk := r.GroupVersion.WithKind(r.Kind)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if fm, ok := f.byGVK[gvk]; ok {
 		return fm, nil
 	}
-	fm, err := managedfields.NewDefaultFieldManager(f.converter, f.scheme.Scheme, f.scheme.Scheme, f.scheme.Scheme, gvk, gvk.GroupVersion(), "", nil)
+	var fm *managedfields.FieldManager
+	var err error
+	if r.isUnstructured() {
+		fm, err = managedfields.NewDefaultCRDFieldManager(deducedTypeConverter, unstructuredConvertor{}, nopDefaulter{}, unstructuredCreater{},
+			gvk, gvk.GroupVersion(), "", nil)
+	} else {
+		fm, err = managedfields.NewDefaultFieldManager(f.converter, f.scheme.Scheme, f.scheme.Scheme, f.scheme.Scheme, gvk, gvk.GroupVersion(), "", nil)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +72,7 @@ func (f *fieldManagers) track(r *Resource, live, next runtime.Object, manager st
 	if f == nil {
 		return next
 	}
-	fm, err := f.get(r.GroupVersion.WithKind(r.Kind))
+	fm, err := f.get(r)
 	if err != nil {
 		return next
 	}

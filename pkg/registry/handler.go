@@ -64,7 +64,7 @@ func (h *Handler) lookup(ref *resourcev1.ResourceRef, allowSub ...string) (*Reso
 
 // respond encodes obj as the client asked.
 func (h *Handler) respond(r *Resource, obj runtime.Object, enc *resourcev1.Encoding) (*resourcev1.Body, error) {
-	out, err := negotiate(enc.GetAccept(), enc.GetPretty())
+	out, err := negotiate(enc.GetAccept(), enc.GetPretty(), r.isUnstructured())
 	if err != nil {
 		return nil, err
 	}

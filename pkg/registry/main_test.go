@@ -37,7 +37,7 @@ var (
 	testSet     *Set
 	stopAll     = make(chan struct{})
 
-	nsResource, cmResource, deployResource, nodeResource *Resource
+	nsResource, cmResource, deployResource, nodeResource, widgetResource *Resource
 )
 
 func TestMain(m *testing.M) {
@@ -64,7 +64,8 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	nsResource, cmResource, deployResource, nodeResource = Namespaces(), configMapsResource(), deploymentsResource(), nodesResource()
-	testSet = NewSet(nsResource, cmResource, deployResource, nodeResource)
+	widgetResource = widgetsResource()
+	testSet = NewSet(nsResource, cmResource, deployResource, nodeResource, widgetResource)
 	testH = NewHandler(testScheme, testSet, testStore, stopAll)
 	defer close(stopAll)
 	cacheCtx, stopCaches := context.WithCancel(context.Background())

@@ -114,6 +114,10 @@ func (h *Handler) prepareCreate(r *Resource, acc metav1.Object, obj runtime.Obje
 
 // resetField zeroes a top-level struct field by name (the status a client may not set on create).
 func resetField(obj runtime.Object, name string) {
+	if m, key, ok := unstructuredField(obj, name); ok {
+		delete(m, key)
+		return
+	}
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		return
@@ -126,6 +130,16 @@ func resetField(obj runtime.Object, name string) {
 
 // copyField copies a top-level struct field by name from src to dst.
 func copyField(dst, src runtime.Object, name string) {
+	if d, key, ok := unstructuredField(dst, name); ok {
+		if s, _, ok := unstructuredField(src, name); ok {
+			if v, found := s[key]; found {
+				d[key] = runtime.DeepCopyJSONValue(v)
+			} else {
+				delete(d, key)
+			}
+		}
+		return
+	}
 	d := reflect.ValueOf(dst).Elem().FieldByName(name)
 	s := reflect.ValueOf(src).Elem().FieldByName(name)
 	if d.IsValid() && s.IsValid() && d.CanSet() {
@@ -135,6 +149,11 @@ func copyField(dst, src runtime.Object, name string) {
 
 // fieldEqual compares a top-level field of two objects semantically.
 func fieldEqual(a, b runtime.Object, name string) bool {
+	if ma, key, ok := unstructuredField(a, name); ok {
+		if mb, _, ok := unstructuredField(b, name); ok {
+			return equality.Semantic.DeepEqual(ma[key], mb[key])
+		}
+	}
 	fa := reflect.ValueOf(a).Elem().FieldByName(name)
 	fb := reflect.ValueOf(b).Elem().FieldByName(name)
 	if !fa.IsValid() || !fb.IsValid() {

@@ -157,6 +157,9 @@ func (s *Set) Served() []*discoveryv1.GroupVersion {
 func (s *Set) OpenAPIKinds() []openapi.Kind {
 	out := make([]openapi.Kind, 0, len(s.order))
 	for _, r := range s.order {
+		if r.isUnstructured() { // a custom resource's schema is its CRD's, not a Go type's
+			continue
+		}
 		k := openapi.Kind{GroupVersion: r.GroupVersion, Kind: r.Kind, Resource: r.Name, Namespaced: r.Namespaced,
 			Verbs: r.Verbs(), Subresources: r.Subresources, New: r.New, NewList: r.NewList}
 		out = append(out, k)

@@ -361,7 +361,11 @@ func (h *Handler) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*res
 		pt = req.GetBody().GetContentType()
 	}
 	switch pt {
-	case jsonPatchType, mergePatchType, strategicPatchType:
+	case strategicPatchType:
+		if r.isUnstructured() { // kube: custom resources have no patch strategies
+			return nil, toGRPC(unsupportedMediaType(jsonPatchType, mergePatchType, applyPatchType))
+		}
+	case jsonPatchType, mergePatchType:
 	case applyPatchType:
 		resp, err := h.apply(ctx, r, req)
 		return resp, toGRPC(err)
