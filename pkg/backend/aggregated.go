@@ -35,7 +35,7 @@ func (d *Discovery) aggregated(legacy bool) *apidiscoveryv2.APIGroupDiscoveryLis
 	list := &apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"},
 		Items: []apidiscoveryv2.APIGroupDiscovery{}}
 	idx := map[string]int{}
-	for _, gv := range d.served {
+	for _, gv := range d.list() {
 		if (gv.GetGroup() == "") != legacy || len(gv.GetResources()) == 0 {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
@@ -37,6 +38,7 @@ type Backend struct {
 	ln        net.Listener
 	health    *health.Server
 	discovery *Discovery
+	instMu    sync.Mutex
 	instance  lifecycle.Instance
 	nc        *nats.Conn
 	resources resourcev1.ResourceServiceServer
@@ -129,14 +131,31 @@ func (b *Backend) SetOpenAPI(src OpenAPISource) {
 func (b *Backend) SetResources(r resourcev1.ResourceServiceServer) { b.resources = r }
 
 // Address is the advertised gRPC address.
-func (b *Backend) Address() string { return b.instance.Address }
+func (b *Backend) Address() string { return b.currentInstance().Address }
+
+func (b *Backend) currentInstance() lifecycle.Instance {
+	b.instMu.Lock()
+	defer b.instMu.Unlock()
+	return b.instance
+}
+
+// SetServed replaces the group/versions this backend serves (extensions, as CRDs come and
+// go): its discovery documents answer with them at once, and its lifecycle state is
+// published again so the gateways route the new group/versions here.
+func (b *Backend) SetServed(served []*discoveryv1.GroupVersion) {
+	b.discovery.setServed(served)
+	b.instMu.Lock()
+	b.instance.Served = b.discovery.ServedNames()
+	b.instMu.Unlock()
+	b.Server.NotifyChange()
+}
 
 // Stopping is closed when shutdown starts ending long-running streams.
 func (b *Backend) Stopping() <-chan struct{} { return b.transport.Stopping() }
 
 // Snapshot is the instance's lifecycle state.
 func (b *Backend) Snapshot() *lifecyclev1.InstanceState {
-	return lifecycle.Snapshot(b.Server, b.instance)
+	return lifecycle.Snapshot(b.Server, b.currentInstance())
 }
 
 // Run serves until ctx is done and shuts down gracefully.
@@ -154,7 +173,7 @@ func (b *Backend) Run(ctx context.Context) error {
 
 	defer b.Etcd.Close()
 	return b.Server.RunAlongside(ctx, func(ctx context.Context) {
-		lifecycle.Announce(ctx, b.nc, b.Server, b.instance, b.opts.Lifecycle.TTL, b.Log)
+		lifecycle.Announce(ctx, b.nc, b.Server, b.currentInstance, b.opts.Lifecycle.TTL, b.Log)
 	})
 }
 

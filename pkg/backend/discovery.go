@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	"github.com/apichain/apichain/pkg/discovery"
@@ -17,17 +18,26 @@ import (
 // group, /apis/<group> and /apis/<group>/<version> for the others.
 type Discovery struct {
 	discoveryv1.UnimplementedDiscoveryServiceServer
-	served  []*discoveryv1.GroupVersion
+	served  atomic.Pointer[[]*discoveryv1.GroupVersion]
 	openapi *lazyOpenAPI
 }
 
 // NewDiscovery serves the given group/versions (in preference order per group).
-func NewDiscovery(served []*discoveryv1.GroupVersion) *Discovery { return &Discovery{served: served} }
+func NewDiscovery(served []*discoveryv1.GroupVersion) *Discovery {
+	d := &Discovery{}
+	d.setServed(served)
+	return d
+}
+
+func (d *Discovery) setServed(served []*discoveryv1.GroupVersion) { d.served.Store(&served) }
+
+// list is what is served now.
+func (d *Discovery) list() []*discoveryv1.GroupVersion { return *d.served.Load() }
 
 // ServedNames lists "group/version" ("v1" for the legacy group).
 func (d *Discovery) ServedNames() []string {
-	out := make([]string, 0, len(d.served))
-	for _, gv := range d.served {
+	out := make([]string, 0, len(d.list()))
+	for _, gv := range d.list() {
 		out = append(out, discovery.GroupVersion(gv.GetGroup(), gv.GetVersion()))
 	}
 	return out
@@ -92,7 +102,7 @@ func (d *Discovery) document(path string) (any, bool) {
 
 func (d *Discovery) versions(group string) []string {
 	var out []string
-	for _, gv := range d.served {
+	for _, gv := range d.list() {
 		if gv.GetGroup() == group {
 			out = append(out, gv.GetVersion())
 		}
@@ -121,7 +131,7 @@ func (d *Discovery) group(name string) (*metav1.APIGroup, bool) {
 func (d *Discovery) Groups() []metav1.APIGroup {
 	out := []metav1.APIGroup{}
 	seen := map[string]bool{}
-	for _, gv := range d.served {
+	for _, gv := range d.list() {
 		// A group with no resources yet is not listed, as kube lists none: clients would
 		// fail on an empty group/version.
 		if gv.GetGroup() == "" || seen[gv.GetGroup()] || len(gv.GetResources()) == 0 {
@@ -135,7 +145,7 @@ func (d *Discovery) Groups() []metav1.APIGroup {
 }
 
 func (d *Discovery) resourceList(group, version string) (*metav1.APIResourceList, bool) {
-	for _, gv := range d.served {
+	for _, gv := range d.list() {
 		if gv.GetGroup() != group || gv.GetVersion() != version {
 			continue
 		}

@@ -23,11 +23,13 @@ type Publisher struct {
 	changed  chan struct{}
 }
 
-// Announce publishes srv's state as inst over nc until ctx ends, then deletes it: at every
-// change of srv (hooks, signals, state, readiness) and by heartbeat. Run it alongside the
-// server (server.RunAlongside) so the goodbye comes after the server stopped.
-func Announce(ctx context.Context, nc *nats.Conn, srv *server.Server, inst Instance, ttl time.Duration, log *slog.Logger) {
-	p := NewPublisher(nc, Key(inst.Service, inst.InstanceID), ttl, func() *lifecyclev1.InstanceState { return Snapshot(srv, inst) }, log)
+// Announce publishes srv's state as the instance inst() describes over nc until ctx ends,
+// then deletes it: at every change of srv (hooks, signals, state, readiness, and whatever
+// NotifyChange reports, such as the served group/versions) and by heartbeat. Run it
+// alongside the server (server.RunAlongside) so the goodbye comes after the server stopped.
+func Announce(ctx context.Context, nc *nats.Conn, srv *server.Server, inst func() Instance, ttl time.Duration, log *slog.Logger) {
+	first := inst()
+	p := NewPublisher(nc, Key(first.Service, first.InstanceID), ttl, func() *lifecyclev1.InstanceState { return Snapshot(srv, inst()) }, log)
 	srv.OnChange(p.Notify)
 	p.Notify()
 	p.Run(ctx)

@@ -324,12 +324,31 @@ type caches struct {
 	ctx context.Context
 	log *slog.Logger
 	m   map[*Resource]*watchCache
+	// stop ends a resource's cache (and the watches it serves) when the resource goes away.
+	stop map[*Resource]context.CancelFunc
 }
 
 // EnableWatchCache makes the handler serve lists and watches from per-resource caches that
 // live until ctx is done.
 func (h *Handler) EnableWatchCache(ctx context.Context, log *slog.Logger) {
-	h.caches.Store(&caches{ctx: ctx, log: log, m: map[*Resource]*watchCache{}})
+	h.caches.Store(&caches{ctx: ctx, log: log, m: map[*Resource]*watchCache{}, stop: map[*Resource]context.CancelFunc{}})
+}
+
+// dropCaches stops the caches of resources that are no longer in set.
+func (h *Handler) dropCaches(set *Set) {
+	cs := h.caches.Load()
+	if cs == nil {
+		return
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for r, stop := range cs.stop {
+		if served, ok := set.Lookup(r.GroupVersionResource()); !ok || served != r {
+			stop()
+			delete(cs.stop, r)
+			delete(cs.m, r)
+		}
+	}
 }
 
 // cache returns r's watch cache (starting it), or nil when caching is off.
@@ -343,8 +362,9 @@ func (h *Handler) cache(r *Resource) *watchCache {
 	c, ok := cs.m[r]
 	if !ok {
 		c = newWatchCache(h, r, cs.log)
-		cs.m[r] = c
-		go c.run(cs.ctx)
+		ctx, stop := context.WithCancel(cs.ctx)
+		cs.m[r], cs.stop[r] = c, stop
+		go c.run(ctx)
 	}
 	return c
 }

@@ -25,8 +25,8 @@ func NewClient(h *Handler) *Client { return &Client{h: h} }
 // Resources are the stored resources h serves, in the set's order (review APIs, which store
 // nothing, are left out).
 func (c *Client) Resources() []*Resource {
-	out := make([]*Resource, 0, len(c.h.set.order))
-	for _, r := range c.h.set.order {
+	out := make([]*Resource, 0, len(c.h.set.Load().order))
+	for _, r := range c.h.set.Load().order {
 		if !r.Review {
 			out = append(out, r)
 		}
@@ -36,7 +36,7 @@ func (c *Client) Resources() []*Resource {
 
 // Lookup finds a stored resource h serves.
 func (c *Client) Lookup(gvr schema.GroupVersionResource) (*Resource, bool) {
-	r, ok := c.h.set.Lookup(gvr)
+	r, ok := c.h.set.Load().Lookup(gvr)
 	return r, ok && !r.Review
 }
 

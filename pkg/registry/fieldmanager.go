@@ -102,7 +102,7 @@ func (h *Handler) WarmUp() { go h.managers() }
 // schemas cannot be typed (tracking is then skipped and apply is refused).
 func (h *Handler) managers() *fieldManagers {
 	h.fmOnce.Do(func() {
-		fm, err := newFieldManagers(h.scheme, h.set)
+		fm, err := newFieldManagers(h.scheme, h.set.Load())
 		if err != nil {
 			h.fmErr = err
 			return

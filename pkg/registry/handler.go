@@ -19,7 +19,7 @@ import (
 type Handler struct {
 	resourcev1.UnimplementedResourceServiceServer
 	scheme   *Scheme
-	set      *Set
+	set      atomic.Pointer[Set]
 	store    *storage.Store
 	stopping <-chan struct{}
 	now      func() time.Time
@@ -33,14 +33,27 @@ type Handler struct {
 
 // NewHandler serves set from store; watches end when stopping closes.
 func NewHandler(scheme *Scheme, set *Set, store *storage.Store, stopping <-chan struct{}) *Handler {
-	return &Handler{scheme: scheme, set: set, store: store, stopping: stopping, now: time.Now}
+	h := &Handler{scheme: scheme, store: store, stopping: stopping, now: time.Now}
+	h.set.Store(set)
+	return h
 }
+
+// SetResources replaces the served set (extensions' custom resources come and go with their
+// CRDs); requests already looked up finish with the set they started with.
+// The watch caches of resources no longer served stop, ending their watches.
+func (h *Handler) SetResources(set *Set) {
+	h.set.Store(set)
+	h.dropCaches(set)
+}
+
+// Resources is the served set.
+func (h *Handler) Resources() *Set { return h.set.Load() }
 
 // lookup finds the resource of a request; one this backend does not serve is "not served",
 // so the gateway asks the next delegate.
 func (h *Handler) lookup(ref *resourcev1.ResourceRef, allowSub ...string) (*Resource, error) {
 	gvr := schema.GroupVersionResource{Group: ref.GetGroup(), Version: ref.GetVersion(), Resource: ref.GetResource()}
-	r, ok := h.set.Lookup(gvr)
+	r, ok := h.set.Load().Lookup(gvr)
 	if !ok {
 		return nil, rpcstatus.NotServed(gvr.String())
 	}

@@ -17,7 +17,7 @@ var SystemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem,
 
 // EnsureNamespaces creates the given namespaces if they are missing.
 func (h *Handler) EnsureNamespaces(ctx context.Context, names []string) error {
-	r, ok := h.set.Lookup(namespacesGVR)
+	r, ok := h.set.Load().Lookup(namespacesGVR)
 	if !ok {
 		return nil
 	}

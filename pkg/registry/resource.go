@@ -41,6 +41,9 @@ type Resource struct {
 	// ValidateCreate checks rules that apply on create only (a kind whose update rules differ,
 	// as a CRD's ratchet).
 	ValidateCreate func(obj runtime.Object) field.ErrorList
+	// UnknownFields lists the fields of obj its schema does not know (a custom resource's),
+	// for fieldValidation; typed kinds find theirs when decoding.
+	UnknownFields func(obj runtime.Object) []string
 	// ValidatesMeta says the kind's own validation covers object metadata (kube's CRD
 	// validation does), so the generic rules do not report the same error twice.
 	ValidatesMeta bool

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/storage"
@@ -40,7 +41,34 @@ func (h *Handler) decodeBody(ctx context.Context, r *Resource, body *resourcev1.
 			}
 		}
 	}
-	return h.scheme.decode(body.GetData(), body.GetContentType(), into, gvk, fv == "Strict")
+	if err := h.scheme.decode(body.GetData(), body.GetContentType(), into, gvk, fv == "Strict"); err != nil {
+		return err
+	}
+	warnings, err := unknownFields(r, into, fv)
+	addWarnings(ctx, warnings...)
+	return err
+}
+
+// unknownFields applies fieldValidation to the fields a custom resource's schema does not
+// know (which pruning drops), as kube does: Strict refuses them, Warn (the default) reports
+// them, Ignore says nothing.
+func unknownFields(r *Resource, obj runtime.Object, fieldValidation string) (warnings []string, err error) {
+	if r.UnknownFields == nil || fieldValidation == "Ignore" {
+		return nil, nil
+	}
+	paths := r.UnknownFields(obj)
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	msgs := make([]string, len(paths))
+	for i, p := range paths {
+		msgs[i] = fmt.Sprintf("unknown field %q", p)
+	}
+	if fieldValidation == "Strict" {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: strict decoding error: %s",
+			r.Kind, r.GroupVersion.Version, r.Kind, strings.Join(msgs, ", ")))
+	}
+	return msgs, nil
 }
 
 func validateFieldValidation(v string) error {
@@ -133,7 +161,7 @@ func (h *Handler) admitNamespace(ctx context.Context, namespace string) error {
 	if namespace == "" {
 		return apierrors.NewBadRequest("namespace is required for a namespaced resource")
 	}
-	ns, ok := h.set.Lookup(namespacesGVR)
+	ns, ok := h.set.Load().Lookup(namespacesGVR)
 	if !ok {
 		return nil // this backend does not own namespaces; core admits them
 	}
@@ -416,6 +444,13 @@ func (h *Handler) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*res
 		}
 		if warn { // fieldValidation Warn: what a strict decode would reject becomes warnings
 			warnings = strictWarnings(h.scheme.decode(patched, MediaJSON, r.New(), r.GroupVersion.WithKind(r.Kind), true))
+		}
+		if sub != "scale" {
+			unknown, err := unknownFields(r, into, req.GetOptions().GetFieldValidation())
+			if err != nil {
+				return nil, err
+			}
+			warnings = append(warnings, unknown...)
 		}
 		// A patch that does not set resourceVersion is unconditional; one that changes it (a
 		// JSON patch replacing /metadata/resourceVersion too) makes it a precondition, as kube.

@@ -128,6 +128,10 @@ func (s *Server) OnChange(f func()) {
 	s.mu.Unlock()
 }
 
+// NotifyChange tells the OnChange listeners that something they report changed outside the
+// server (a backend's served group/versions), so the lifecycle state is published again.
+func (s *Server) NotifyChange() { s.notify() }
+
 // changed tells listeners, and asks for readiness to be checked again: what changed (a hook
 // finishing, say) may make the server ready.
 func (s *Server) changed() {

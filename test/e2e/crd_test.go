@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -8,6 +9,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 )
 
 const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
@@ -124,4 +130,79 @@ spec:
 		return err != nil && strings.Contains(out, "NotFound")
 	}, 5*time.Second, 20*time.Millisecond)
 	assert.Contains(t, k.run("get", "crds"), "widgets.example.com")
+}
+
+// Custom resources are served once their CRD is established, through kubectl and client-go's
+// dynamic client, with kube's schema semantics; deleting the CRD ends open watches, deletes
+// the custom resources and removes the API.
+func TestCustomResources(t *testing.T) {
+	c, _ := startAllInOne(t)
+	k := kc{t: t, kubeconfig: filepath.Join(c.data, "admin.kubeconfig")}
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		writeFile(t, p, content)
+		return p
+	}
+	ctx := context.Background()
+	dyn := dynamic.NewForConfigOrDie(c.config)
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	k.run("create", "namespace", "w")
+
+	// A custom resource is served within a second of its CRD's creation.
+	k.run("create", "-f", file("widgets.yaml", widgetCRD))
+	created := time.Now()
+	w1 := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w1", "labels": map[string]any{"tier": "gold"}}, "spec": map[string]any{"size": int64(2)}}}
+	require.Eventually(t, func() bool {
+		_, err := dyn.Resource(widgets).Namespace("w").Create(ctx, w1, metav1.CreateOptions{})
+		return err == nil
+	}, 5*time.Second, 5*time.Millisecond)
+	t.Logf("first custom resource created %s after its CRD", time.Since(created).Round(time.Millisecond))
+
+	out := k.run("get", "wd", "-n", "w")
+	assert.Regexp(t, `(?m)^NAME\s+AGE$`, out)
+	assert.Regexp(t, `(?m)^w1\s+\d+s$`, out)
+	assert.Contains(t, k.run("get", "widgets", "-n", "w", "-l", "tier=gold", "-o", "name"), "widget.example.com/w1")
+	assert.Regexp(t, `(?m)^widgets\s+wd\s+example.com/v1\s+true\s+Widget$`, k.run("api-resources", "--api-group=example.com"))
+
+	// kube's schema semantics, as kube-apiserver 1.37.2 words them.
+	out = k.fails("apply", "-f", file("unknown.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w2, namespace: w}\nspec: {size: 2, unknown: x}\n"))
+	assert.Contains(t, out, `Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.unknown"`)
+	out = k.run("apply", "--validate=warn", "-f", filepath.Join(dir, "unknown.yaml"))
+	assert.Contains(t, out, `Warning: unknown field "spec.unknown"`)
+	assert.Equal(t, `{"size":2}`, k.run("get", "widget", "w2", "-n", "w", "-o", "jsonpath={.spec}"), "unknown fields are pruned")
+	out = k.fails("apply", "-f", file("invalid.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w3, namespace: w}\nspec: {size: 0}\n"))
+	assert.Contains(t, out, `The Widget "w3" is invalid: spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1`)
+	k.run("patch", "widget", "w1", "-n", "w", "--type=merge", "-p", `{"spec":{"size":5}}`)
+	assert.Equal(t, "5 2", k.run("get", "widget", "w1", "-n", "w", "-o", "jsonpath={.spec.size} {.metadata.generation}"))
+	out = k.fails("patch", "widget", "w1", "-n", "w", "--type=strategic", "-p", `{"spec":{"size":6}}`)
+	assert.Contains(t, out, "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
+	assert.Contains(t, k.run("apply", "--server-side", "-f", file("ssa.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w4, namespace: w}\nspec: {size: 7}\n")),
+		"widget.example.com/w4 serverside-applied")
+
+	// A watch open while the CRD is deleted ends; the custom resources and the API go.
+	watch, err := dyn.Resource(widgets).Namespace("w").Watch(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	defer watch.Stop()
+	k.run("delete", "crd", "widgets.example.com")
+	ended := false
+	for deadline := time.After(10 * time.Second); !ended; {
+		select {
+		case _, open := <-watch.ResultChan():
+			ended = !open
+		case <-deadline:
+			t.Fatal("the watch did not end with its CRD")
+		}
+	}
+	require.Eventually(t, func() bool {
+		_, err := dyn.Resource(widgets).Namespace("w").List(ctx, metav1.ListOptions{})
+		return apierrors.IsNotFound(err)
+	}, 5*time.Second, 20*time.Millisecond, "the API goes with its CRD")
+	k.run("create", "-f", filepath.Join(dir, "widgets.yaml"))
+	k.run("wait", "--for=condition=Established", "--timeout=10s", "crd/widgets.example.com")
+	require.Eventually(t, func() bool {
+		list, err := dyn.Resource(widgets).Namespace("w").List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 0
+	}, 5*time.Second, 20*time.Millisecond, "the custom resources were deleted with the CRD")
 }

@@ -1,5 +1,5 @@
-// Package app assembles the extensions backend: CustomResourceDefinitions (and, to come,
-// the custom resources they define) on etcd.
+// Package app assembles the extensions backend: CustomResourceDefinitions and the custom
+// resources they define, on etcd.
 package app
 
 import (
@@ -12,6 +12,7 @@ import (
 	"github.com/apichain/apichain/pkg/storage"
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/services/extensions/crd"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 // Service is the extensions backend.
@@ -28,14 +29,26 @@ func Setup(b *backend.Backend) error {
 	if err != nil {
 		return err
 	}
-	set := registry.NewSet(crd.Resource())
+	base := crd.Resource()
+	set := registry.NewSet(base)
 	b.SetOpenAPI(set)
 	h := registry.NewHandler(scheme, set, storage.NewStore(b.Etcd), b.Stopping())
 	h.WarmUp()
 	b.SetResources(h)
 	client := registry.NewClient(h)
+	// Custom resources are served as their CRDs are established, and go with them.
+	custom := &crd.CustomResources{}
+	serve := func(crds []*apiextensionsv1.CustomResourceDefinition) {
+		resources, changed := custom.Of(crds, b.Log)
+		if !changed {
+			return
+		}
+		next := registry.NewSet(append([]*registry.Resource{base}, resources...)...)
+		h.SetResources(next)
+		b.SetServed(next.Served())
+	}
 	if err := b.Server.AddPostStartHook("start-apiextensions-controllers", func(ctx context.Context) error {
-		go crd.RunController(ctx, client, b.Log, 5*time.Minute)
+		go crd.RunController(ctx, client, b.Log, 5*time.Minute, serve)
 		return nil
 	}); err != nil {
 		return err

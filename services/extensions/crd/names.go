@@ -22,7 +22,9 @@ import (
 // (NamesAccepted, or kube's conflict reason and message), establishes a CRD once its names
 // are accepted, and lets a CRD being deleted go. Every replica may run it: the outcome is a
 // function of the CRDs.
-func RunController(ctx context.Context, client *registry.Client, log *slog.Logger, resync time.Duration) {
+// After every pass, established gets the CRDs as they are now.
+func RunController(ctx context.Context, client *registry.Client, log *slog.Logger, resync time.Duration,
+	established func([]*apiextensionsv1.CustomResourceDefinition)) {
 	r, ok := client.Lookup(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions"))
 	if !ok {
 		return
@@ -31,8 +33,12 @@ func RunController(ctx context.Context, client *registry.Client, log *slog.Logge
 	t := time.NewTicker(resync)
 	defer t.Stop()
 	for {
-		if err := reconcile(ctx, client, r); err != nil && ctx.Err() == nil {
+		crds, err := reconcile(ctx, client, r)
+		if err != nil && ctx.Err() == nil {
 			log.Warn("CRD controller", "err", err)
+		}
+		if err == nil {
+			established(crds)
 		}
 		select {
 		case <-ctx.Done():
@@ -46,10 +52,10 @@ func RunController(ctx context.Context, client *registry.Client, log *slog.Logge
 	}
 }
 
-func reconcile(ctx context.Context, client *registry.Client, r *registry.Resource) error {
+func reconcile(ctx context.Context, client *registry.Client, r *registry.Resource) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	objs, err := client.List(ctx, r, "", "")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(objs))
 	for _, o := range objs {
@@ -66,7 +72,7 @@ func reconcile(ctx context.Context, client *registry.Client, r *registry.Resourc
 	for _, crd := range crds {
 		if crd.DeletionTimestamp != nil {
 			if err := finalize(ctx, client, r, crd); err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
@@ -78,11 +84,11 @@ func reconcile(ctx context.Context, client *registry.Client, r *registry.Resourc
 			o.(*apiextensionsv1.CustomResourceDefinition).Status = *want.DeepCopy()
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		crd.Status = want // later CRDs of the group see the names as accepted now
 	}
-	return nil
+	return crds, nil
 }
 
 // namesAndConditions is the status kube's controllers give crd among all: accepted names and

@@ -331,7 +331,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 	tasks := []func(context.Context){
 		func(ctx context.Context) { lifecycle.WatchNATS(ctx, g.nc, ttl, g.registry, g.Log) },
 		func(ctx context.Context) { lifecycle.PollGRPC(ctx, g.registry, g.staticAddresses, g.dial, ttl/5) },
-		func(ctx context.Context) { lifecycle.Announce(ctx, g.nc, g.Server, g.instance, ttl, g.Log) },
+		func(ctx context.Context) {
+			lifecycle.Announce(ctx, g.nc, g.Server, func() lifecycle.Instance { return g.instance }, ttl, g.Log)
+		},
 		g.saObjects.Run,
 	}
 	if g.rbacSync != nil {

@@ -1,0 +1,166 @@
+package crd
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/apichain/apichain/pkg/registry"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+)
+
+// CustomResources are the resources the established CRDs define, one per served version,
+// with kube's schema semantics from k8s.io/apiextensions-apiserver's schema packages: unknown
+// fields pruned (unless preserved), defaults applied, metadata coerced, OpenAPI and CEL
+// validation with kube's messages and cost limits. A resource is kept while its CRD version
+// is unchanged, so its watch cache and watches go on.
+type CustomResources struct {
+	byKey map[string]*registry.Resource
+}
+
+// Of returns the resources of crds and whether they differ from the last call's.
+func (c *CustomResources) Of(crds []*apiextensionsv1.CustomResourceDefinition, log *slog.Logger) ([]*registry.Resource, bool) {
+	next := map[string]*registry.Resource{}
+	var out []*registry.Resource
+	for _, crd := range crds {
+		if !IsEstablished(crd) {
+			continue
+		}
+		for _, v := range crd.Spec.Versions {
+			if !v.Served {
+				continue
+			}
+			key := fmt.Sprintf("%s/%s/%d/%v/%s", crd.UID, v.Name, crd.Generation, crd.Status.AcceptedNames, crd.Spec.Scope)
+			r, ok := c.byKey[key]
+			if !ok {
+				var err error
+				if r, err = customResource(crd, v); err != nil {
+					log.Warn("custom resource not served", "crd", crd.Name, "version", v.Name, "err", err)
+					continue
+				}
+			}
+			next[key] = r
+			out = append(out, r)
+		}
+	}
+	changed := len(next) != len(c.byKey)
+	for k := range next {
+		if _, ok := c.byKey[k]; !ok {
+			changed = true
+		}
+	}
+	c.byKey = next
+	return out, changed
+}
+
+// customSchema is one version's schema in the forms kube's algorithms take.
+type customSchema struct {
+	structural *structuralschema.Structural
+	validator  apiservervalidation.SchemaValidator
+	cel        *cel.Validator // nil without x-kubernetes-validations
+}
+
+func newCustomSchema(v apiextensionsv1.CustomResourceDefinitionVersion) (*customSchema, error) {
+	if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+		return nil, fmt.Errorf("no schema") // CRD validation requires one in v1
+	}
+	internal := &apiextensions.JSONSchemaProps{}
+	if err := scheme.Convert(v.Schema.OpenAPIV3Schema, internal, nil); err != nil {
+		return nil, err
+	}
+	structural, err := structuralschema.NewStructural(internal)
+	if err != nil {
+		return nil, err
+	}
+	validator, _, err := apiservervalidation.NewSchemaValidator(internal)
+	if err != nil {
+		return nil, err
+	}
+	return &customSchema{structural: structural, validator: validator,
+		cel: cel.NewValidator(structural, true, celconfig.PerCallLimit)}, nil
+}
+
+func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion) (*registry.Resource, error) {
+	cs, err := newCustomSchema(v)
+	if err != nil {
+		return nil, err
+	}
+	names := crd.Status.AcceptedNames
+	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: names.Kind}
+	r := &registry.Resource{
+		GroupVersion: gvk.GroupVersion(), Name: names.Plural, SingularName: names.Singular, Kind: names.Kind,
+		Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped, ShortNames: names.ShortNames, Categories: names.Categories,
+		HasSpec: true, New: registry.NewUnstructured(gvk), NewList: registry.NewUnstructuredList(gvk),
+		PrepareForCreate: func(o runtime.Object) { cs.prepare(o) },
+		PrepareForUpdate: func(o, _ runtime.Object) { cs.prepare(o) },
+		Validate:         cs.validate,
+		UnknownFields:    cs.unknownFields,
+		ValidateCreate:   func(o runtime.Object) field.ErrorList { return cs.validateRules(o, nil) },
+		ValidateUpdate:   cs.validateRules,
+	}
+	if v.Subresources != nil && v.Subresources.Status != nil {
+		r.Subresources = append(r.Subresources, "status")
+	}
+	if crd.DeletionTimestamp != nil {
+		// Terminating: what exists can be read and deleted, nothing new is made (kube's 405).
+		r.AuthorizeWrite = func(_ context.Context, _, old runtime.Object) error {
+			if old != nil {
+				return nil
+			}
+			err := apierrors.NewMethodNotSupported(schema.GroupResource{Group: gvk.Group, Resource: names.Plural}, "create")
+			err.ErrStatus.Message = "create not allowed while custom resource definition is terminating"
+			return err
+		}
+	}
+	return r, nil
+}
+
+// prepare prunes unknown fields, applies the schema's defaults and drops invalid metadata, as
+// kube does to a custom resource it is given.
+func (cs *customSchema) prepare(o runtime.Object) {
+	u := o.(*unstructured.Unstructured)
+	pruning.Prune(u.Object, cs.structural, true)
+	structuraldefaulting.Default(u.Object, cs.structural)
+	_ = objectmeta.Coerce(nil, u.Object, cs.structural, true, true)
+}
+
+// unknownFields are the paths pruning would drop, for fieldValidation.
+func (cs *customSchema) unknownFields(o runtime.Object) []string {
+	u := o.(*unstructured.Unstructured).DeepCopy()
+	return pruning.PruneWithOptions(u.Object, cs.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+}
+
+// validate checks the object against the OpenAPI schema and the metadata rules of embedded
+// resources.
+func (cs *customSchema) validate(o runtime.Object) field.ErrorList {
+	u := o.(*unstructured.Unstructured)
+	errs := apiservervalidation.ValidateCustomResource(nil, u.UnstructuredContent(), cs.validator)
+	return append(errs, objectmeta.Validate(context.Background(), nil, u.Object, cs.structural, true)...)
+}
+
+// validateRules runs the x-kubernetes-validations CEL rules (old is nil on create), within
+// kube's runtime cost budget.
+func (cs *customSchema) validateRules(o, old runtime.Object) field.ErrorList {
+	if cs.cel == nil {
+		return nil
+	}
+	var oldObj any
+	if old != nil {
+		oldObj = old.(*unstructured.Unstructured).Object
+	}
+	errs, _ := cs.cel.Validate(context.Background(), nil, cs.structural, o.(*unstructured.Unstructured).Object, oldObj, celconfig.RuntimeCELCostBudget)
+	return errs
+}
