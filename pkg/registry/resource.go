@@ -66,6 +66,8 @@ type Resource struct {
 	// the kind places it itself with AgeColumn, or shows "Created At" instead).
 	Columns []metav1.TableColumnDefinition
 	Cells   func(obj runtime.Object) []any
+	// NoAgeColumn: the columns are all the kind shows (a custom resource's printer columns).
+	NoAgeColumn bool
 	// PendingDeletion reports kind-specific reasons a delete must wait (a namespace's
 	// spec.finalizers); metadata.finalizers always count.
 	PendingDeletion func(obj runtime.Object) bool

@@ -70,7 +70,7 @@ func (h *Handler) table(r *Resource, obj runtime.Object, withColumns bool) (*met
 func (h *Handler) columns(r *Resource) []metav1.TableColumnDefinition {
 	cols := []metav1.TableColumnDefinition{nameColumn}
 	cols = append(cols, r.Columns...)
-	if !hasAge(r.Columns) {
+	if !r.NoAgeColumn && !hasAge(r.Columns) {
 		cols = append(cols, ageColumn)
 	}
 	return cols
@@ -94,7 +94,7 @@ func (h *Handler) row(r *Resource, obj runtime.Object) (metav1.TableRow, error) 
 	if r.Cells != nil {
 		cells = append(cells, r.Cells(obj)...)
 	}
-	if !hasAge(r.Columns) {
+	if !r.NoAgeColumn && !hasAge(r.Columns) {
 		cells = append(cells, humanAge(acc.GetCreationTimestamp()))
 	}
 	pom, err := partialMetadata(obj)

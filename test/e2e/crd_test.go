@@ -206,3 +206,62 @@ func TestCustomResources(t *testing.T) {
 		return err == nil && len(list.Items) == 0
 	}, 5*time.Second, 20*time.Millisecond, "the custom resources were deleted with the CRD")
 }
+
+// Printer columns, categories, defaults and the status subresource of a custom resource, as
+// kubectl shows them on kube-apiserver 1.37.2.
+func TestCustomResourceColumnsAndStatus(t *testing.T) {
+	c, _ := startAllInOne(t)
+	k := kc{t: t, kubeconfig: filepath.Join(c.data, "admin.kubeconfig")}
+	dir := t.TempDir()
+	crdFile, crFile := filepath.Join(dir, "crd.yaml"), filepath.Join(dir, "g1.yaml")
+	writeFile(t, crdFile, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.example.com
+spec:
+  group: example.com
+  names: {plural: gadgets, kind: Gadget, categories: [all]}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Color, type: string, jsonPath: .spec.color}
+    - {name: Size, type: integer, jsonPath: .spec.size, priority: 1}
+    - {name: Ready, type: boolean, jsonPath: .status.ready}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              color: {type: string, default: blue}
+              size: {type: integer}
+          status:
+            type: object
+            properties:
+              ready: {type: boolean}
+`)
+	writeFile(t, crFile, "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g1, namespace: w}\nspec: {size: 3}\n")
+	k.run("create", "namespace", "w")
+	k.run("create", "-f", crdFile)
+	k.run("wait", "--for=condition=Established", "--timeout=10s", "crd/gadgets.example.com")
+	require.Eventually(t, func() bool { _, err := kubectl(t, k.kubeconfig, "apply", "-f", crFile); return err == nil }, 5*time.Second, 20*time.Millisecond)
+
+	out := k.run("get", "gadgets", "-n", "w", "-o", "wide")
+	assert.Regexp(t, `(?m)^NAME\s+COLOR\s+SIZE\s+READY\s+AGE$`, out)
+	assert.Regexp(t, `(?m)^g1\s+blue\s+3\s+\d+s$`, out, "the default applies; no status yet")
+	out = k.run("get", "all", "-n", "w")
+	assert.Regexp(t, `(?m)^gadget.example.com/g1\s+blue\s+\d+s$`, out, "category all, without the priority column")
+
+	// Status only through its subresource.
+	k.run("patch", "gadget", "g1", "-n", "w", "--type=merge", "-p", `{"status":{"ready":true}}`)
+	assert.Empty(t, k.run("get", "gadget", "g1", "-n", "w", "-o", "jsonpath={.status.ready}"))
+	k.run("patch", "gadget", "g1", "-n", "w", "--subresource=status", "--type=merge", "-p", `{"status":{"ready":true},"spec":{"size":9}}`)
+	assert.Equal(t, "true 3 1", k.run("get", "gadget", "g1", "-n", "w", "-o", "jsonpath={.status.ready} {.spec.size} {.metadata.generation}"))
+	assert.Regexp(t, `(?m)^g1\s+blue\s+true\s+\d+s$`, k.run("get", "gadgets", "-n", "w"))
+}

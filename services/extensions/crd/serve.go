@@ -114,6 +114,13 @@ func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensio
 	if v.Subresources != nil && v.Subresources.Status != nil {
 		r.Subresources = append(r.Subresources, "status")
 	}
+	if len(v.AdditionalPrinterColumns) > 0 {
+		pc, err := newPrinterColumns(v.AdditionalPrinterColumns)
+		if err != nil {
+			return nil, err
+		}
+		r.Columns, r.Cells, r.NoAgeColumn = pc.defs, pc.cells, true
+	}
 	if crd.DeletionTimestamp != nil {
 		// Terminating: what exists can be read and deleted, nothing new is made (kube's 405).
 		r.AuthorizeWrite = func(_ context.Context, _, old runtime.Object) error {
