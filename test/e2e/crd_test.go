@@ -181,6 +181,15 @@ func TestCustomResources(t *testing.T) {
 	assert.Contains(t, k.run("apply", "--server-side", "-f", file("ssa.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w4, namespace: w}\nspec: {size: 7}\n")),
 		"widget.example.com/w4 serverside-applied")
 
+	// Another served version (conversion None) serves the same objects under its apiVersion.
+	k.run("patch", "crd", "widgets.example.com", "--type=json", "-p", `[{"op":"add","path":"/spec/versions/-","value":`+
+		`{"name":"v2","served":true,"storage":false,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}}]`)
+	widgetsV2 := schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "widgets"}
+	require.Eventually(t, func() bool {
+		got, err := dyn.Resource(widgetsV2).Namespace("w").Get(ctx, "w1", metav1.GetOptions{})
+		return err == nil && got.GetAPIVersion() == "example.com/v2" && got.GetUID() != ""
+	}, 5*time.Second, 20*time.Millisecond, "v2 serves the objects as example.com/v2")
+
 	// A watch open while the CRD is deleted ends; the custom resources and the API go.
 	watch, err := dyn.Resource(widgets).Namespace("w").Watch(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
