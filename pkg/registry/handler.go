@@ -113,7 +113,7 @@ func (h *Handler) Get(ctx context.Context, req *resourcev1.GetRequest) (*resourc
 		return nil, toGRPC(err)
 	}
 	if req.GetRef().GetSubresource() == "scale" {
-		if obj, err = toScale(obj); err != nil {
+		if obj, err = toScale(r, obj); err != nil {
 			return nil, toGRPC(err)
 		}
 	}

@@ -66,6 +66,9 @@ type Resource struct {
 	// the kind places it itself with AgeColumn, or shows "Created At" instead).
 	Columns []metav1.TableColumnDefinition
 	Cells   func(obj runtime.Object) []any
+	// Scale locates a custom resource's scale (its "scale" subresource); typed kinds keep
+	// theirs in spec.replicas.
+	Scale *ScalePaths
 	// NoAgeColumn: the columns are all the kind shows (a custom resource's printer columns).
 	NoAgeColumn bool
 	// PendingDeletion reports kind-specific reasons a delete must wait (a namespace's

@@ -4,6 +4,7 @@
 package registry
 
 import (
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -24,6 +25,8 @@ func NewScheme(install ...func(*runtime.Scheme) error) (*Scheme, error) {
 		return nil, err
 	}
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	// The scale subresource answers with autoscaling/v1 Scale, whatever the kinds.
+	s.AddKnownTypes(autoscalingv1.SchemeGroupVersion, &autoscalingv1.Scale{})
 	for _, f := range install {
 		if err := f(s); err != nil {
 			return nil, err

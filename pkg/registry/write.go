@@ -210,7 +210,7 @@ func (h *Handler) Update(ctx context.Context, req *resourcev1.UpdateRequest) (*r
 
 func (h *Handler) writeResponse(r *Resource, sub string, obj runtime.Object, enc *resourcev1.Encoding) (*resourcev1.UpdateResponse, error) {
 	if sub == "scale" {
-		sc, err := toScale(obj)
+		sc, err := toScale(r, obj)
 		if err != nil {
 			return nil, toGRPC(err)
 		}
@@ -295,7 +295,7 @@ func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.Resou
 func (h *Handler) merge(r *Resource, ref *resourcev1.ResourceRef, current, changed runtime.Object) (runtime.Object, string, error) {
 	if sc, ok := changed.(*autoscalingv1.Scale); ok {
 		next := current.DeepCopyObject()
-		if err := applyScale(next, sc); err != nil {
+		if err := applyScale(r, next, sc); err != nil {
 			return nil, "", apierrors.NewBadRequest(err.Error())
 		}
 		bumpGeneration(r, next, current)
@@ -413,7 +413,7 @@ func (h *Handler) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*res
 		var target runtime.Object = current
 		var gvkObj runtime.Object = r.New()
 		if sub == "scale" {
-			sc, err := toScale(current)
+			sc, err := toScale(r, current)
 			if err != nil {
 				return nil, err
 			}

@@ -279,3 +279,67 @@ spec:
 	assert.Equal(t, "true 3 1", k.run("get", "gadget", "g1", "-n", "w", "-o", "jsonpath={.status.ready} {.spec.size} {.metadata.generation}"))
 	assert.Regexp(t, `(?m)^g1\s+blue\s+true\s+\d+s$`, k.run("get", "gadgets", "-n", "w"))
 }
+
+// kubectl scale on a custom resource with a scale subresource, and field selectors on its
+// selectableFields, as on kube-apiserver 1.37.2.
+func TestCustomResourceScaleAndSelectableFields(t *testing.T) {
+	c, _ := startAllInOne(t)
+	k := kc{t: t, kubeconfig: filepath.Join(c.data, "admin.kubeconfig")}
+	dir := t.TempDir()
+	crdFile, crFile := filepath.Join(dir, "crd.yaml"), filepath.Join(dir, "pools.yaml")
+	writeFile(t, crdFile, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: pools.example.com
+spec:
+  group: example.com
+  names: {plural: pools, kind: Pool}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    selectableFields:
+    - jsonPath: .spec.color
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas, labelSelectorPath: .status.selector}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              replicas: {type: integer}
+              color: {type: string}
+          status:
+            type: object
+            properties:
+              replicas: {type: integer}
+              selector: {type: string}
+`)
+	writeFile(t, crFile, `apiVersion: example.com/v1
+kind: Pool
+metadata: {name: p1, namespace: w}
+spec: {replicas: 1, color: red}
+---
+apiVersion: example.com/v1
+kind: Pool
+metadata: {name: p2, namespace: w}
+spec: {replicas: 1, color: blue}
+`)
+	k.run("create", "namespace", "w")
+	k.run("create", "-f", crdFile)
+	k.run("wait", "--for=condition=Established", "--timeout=10s", "crd/pools.example.com")
+	require.Eventually(t, func() bool { _, err := kubectl(t, k.kubeconfig, "apply", "-f", crFile); return err == nil }, 5*time.Second, 20*time.Millisecond)
+
+	assert.Contains(t, k.run("scale", "pool", "p1", "-n", "w", "--replicas=4"), "pool.example.com/p1 scaled")
+	assert.Equal(t, "4 2", k.run("get", "pool", "p1", "-n", "w", "-o", "jsonpath={.spec.replicas} {.metadata.generation}"))
+	k.run("patch", "pool", "p1", "-n", "w", "--subresource=status", "--type=merge", "-p", `{"status":{"replicas":3,"selector":"app=p1"}}`)
+	scale := k.run("get", "--raw", "/apis/example.com/v1/namespaces/w/pools/p1/scale")
+	assert.Contains(t, scale, `"spec":{"replicas":4},"status":{"replicas":3,"selector":"app=p1"}`)
+
+	assert.Equal(t, "pool.example.com/p2", strings.TrimSpace(k.run("get", "pools", "-n", "w", "--field-selector", "spec.color=blue", "-o", "name")))
+	assert.Contains(t, k.fails("get", "pools", "-n", "w", "--field-selector", "spec.size=1"), "field label not supported: spec.size")
+}

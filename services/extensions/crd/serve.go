@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/apichain/apichain/pkg/registry"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -114,6 +118,17 @@ func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensio
 	if v.Subresources != nil && v.Subresources.Status != nil {
 		r.Subresources = append(r.Subresources, "status")
 	}
+	if v.Subresources != nil && v.Subresources.Scale != nil {
+		sc := v.Subresources.Scale
+		r.Subresources = append(r.Subresources, "scale")
+		r.Scale = &registry.ScalePaths{SpecReplicas: sc.SpecReplicasPath, StatusReplicas: sc.StatusReplicasPath}
+		if sc.LabelSelectorPath != nil {
+			r.Scale.LabelSelector = *sc.LabelSelectorPath
+		}
+	}
+	if len(v.SelectableFields) > 0 {
+		r.FieldLabels = selectableFields(v.SelectableFields)
+	}
 	if len(v.AdditionalPrinterColumns) > 0 {
 		pc, err := newPrinterColumns(v.AdditionalPrinterColumns)
 		if err != nil {
@@ -170,4 +185,30 @@ func (cs *customSchema) validateRules(o, old runtime.Object) field.ErrorList {
 	}
 	errs, _ := cs.cel.Validate(context.Background(), nil, cs.structural, o.(*unstructured.Unstructured).Object, oldObj, celconfig.RuntimeCELCostBudget)
 	return errs
+}
+
+// selectableFields are a version's selectableFields as field selector labels: the JSON path
+// without its dot, the value as a string (absent: empty).
+func selectableFields(sf []apiextensionsv1.SelectableField) func(runtime.Object) fields.Set {
+	return func(o runtime.Object) fields.Set {
+		u, _ := o.(*unstructured.Unstructured)
+		set := fields.Set{}
+		for _, f := range sf {
+			name := strings.TrimPrefix(f.JSONPath, ".")
+			set[name] = ""
+			if u == nil {
+				continue
+			}
+			v, _, _ := unstructured.NestedFieldNoCopy(u.Object, strings.Split(name, ".")...)
+			switch x := v.(type) {
+			case string:
+				set[name] = x
+			case int64:
+				set[name] = strconv.FormatInt(x, 10)
+			case bool:
+				set[name] = strconv.FormatBool(x)
+			}
+		}
+		return set
+	}
 }
