@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 )
 
 var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
@@ -21,7 +22,16 @@ var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namesp
 // the query's options into it (the body wins, as in kube); dryRun is either's dryRun=All.
 func (h *Handler) deleteOptions(r *Resource, body *resourcev1.Body, query *resourcev1.DeleteOptions) (opts *metav1.DeleteOptions, dryRun bool, err error) {
 	opts = &metav1.DeleteOptions{}
-	if len(body.GetData()) > 0 {
+	if len(body.GetData()) > 0 && r.isUnstructured() {
+		// A custom resource's group/version is unknown to the scheme; its clients send
+		// DeleteOptions in it, as JSON or YAML.
+		if err := yaml.Unmarshal(body.GetData(), opts); err != nil {
+			return nil, false, apierrors.NewBadRequest("invalid DeleteOptions: " + err.Error())
+		}
+		if opts.Kind != "" && opts.Kind != "DeleteOptions" {
+			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("invalid DeleteOptions: kind %q is not DeleteOptions", opts.Kind))
+		}
+	} else if len(body.GetData()) > 0 {
 		if err := h.scheme.decode(body.GetData(), body.GetContentType(), opts, r.GroupVersion.WithKind("DeleteOptions"), false); err != nil {
 			return nil, false, apierrors.NewBadRequest("invalid DeleteOptions: " + err.Error())
 		}

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -276,6 +277,11 @@ func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.Resou
 		data, err := h.encodeStored(r, next)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
+		}
+		// An update that changes nothing is not written, as in kube: the resourceVersion
+		// stays, watchers see nothing, and kubectl reports "(no change)".
+		if bytes.Equal(data, kv.Value) {
+			return current, nil
 		}
 		rev, err := h.store.Update(ctx, kv.Key, data, kv.ModRevision)
 		if err == storage.ErrConflict && requestedRV == "" && attempt < 10 {

@@ -313,6 +313,14 @@ func suiteCases() []suiteCase {
 // TestIdentitySuite runs the suite against apichain, and against kube-apiserver when
 // APICHAIN_SUITE_KUBE names a kube-reference run directory.
 func TestIdentitySuite(t *testing.T) {
+	runSuiteOnBoth(t, suiteCases(), 100)
+}
+
+// runSuiteOnBoth runs cases (at least min of them) against apichain, and against
+// kube-apiserver when APICHAIN_SUITE_KUBE names a kube-reference run directory (a fresh one
+// per suite: the cases create what they use).
+func runSuiteOnBoth(t *testing.T, cases []suiteCase, min int) {
+	require.GreaterOrEqual(t, len(cases), min)
 	for _, tool := range []string{"curl", "openssl", "kubectl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed", tool)
@@ -324,7 +332,7 @@ func TestIdentitySuite(t *testing.T) {
 			require.NoError(t, err)
 			runSuite(t, &suiteTarget{kube: true, server: cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster].Server,
 				caFile: filepath.Join(dir, "certs", "ca.crt"), caKey: filepath.Join(dir, "certs", "ca.key"),
-				adminKubeconfig: filepath.Join(dir, "kubeconfig")})
+				adminKubeconfig: filepath.Join(dir, "kubeconfig")}, cases)
 		})
 	}
 	t.Run("apichain", func(t *testing.T) {
@@ -332,14 +340,12 @@ func TestIdentitySuite(t *testing.T) {
 		writeFile(t, tokens, suiteTokens)
 		c, _ := startAllInOne(t, "--token-auth-file", tokens)
 		runSuite(t, &suiteTarget{server: c.base, caFile: filepath.Join(c.data, "pki", "ca.crt"), caKey: filepath.Join(c.data, "pki", "ca.key"),
-			adminKubeconfig: filepath.Join(c.data, "admin.kubeconfig")})
+			adminKubeconfig: filepath.Join(c.data, "admin.kubeconfig")}, cases)
 	})
 }
 
-func runSuite(t *testing.T, tg *suiteTarget) {
+func runSuite(t *testing.T, tg *suiteTarget, cases []suiteCase) {
 	tg.t, tg.dir, tg.vars, tg.kubeconfigs = t, t.TempDir(), map[string]string{}, map[string]string{}
-	cases := suiteCases()
-	require.GreaterOrEqual(t, len(cases), 100)
 	for i, c := range cases {
 		if c.apichainOnly && tg.kube {
 			continue

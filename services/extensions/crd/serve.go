@@ -15,6 +15,7 @@ import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
@@ -110,10 +111,9 @@ func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensio
 		HasSpec: true, New: registry.NewUnstructured(gvk), NewList: registry.NewUnstructuredList(gvk),
 		PrepareForCreate: func(o runtime.Object) { cs.prepare(o) },
 		PrepareForUpdate: func(o, _ runtime.Object) { cs.prepare(o) },
-		Validate:         cs.validate,
 		UnknownFields:    cs.unknownFields,
-		ValidateCreate:   func(o runtime.Object) field.ErrorList { return cs.validateRules(o, nil) },
-		ValidateUpdate:   cs.validateRules,
+		ValidateCreate:   func(o runtime.Object) field.ErrorList { return cs.validate(o, nil) },
+		ValidateUpdate:   cs.validate,
 	}
 	if v.Subresources != nil && v.Subresources.Status != nil {
 		r.Subresources = append(r.Subresources, "status")
@@ -165,26 +165,30 @@ func (cs *customSchema) unknownFields(o runtime.Object) []string {
 	return pruning.PruneWithOptions(u.Object, cs.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
 }
 
-// validate checks the object against the OpenAPI schema and the metadata rules of embedded
-// resources.
-func (cs *customSchema) validate(o runtime.Object) field.ErrorList {
+// validate checks the object as kube's custom resource strategy does: the OpenAPI schema,
+// embedded resources' metadata, list sets and maps, then the x-kubernetes-validations CEL
+// rules (old is nil on create) within kube's runtime cost budget, unless an error already
+// found makes them unsafe to evaluate.
+func (cs *customSchema) validate(o, old runtime.Object) field.ErrorList {
 	u := o.(*unstructured.Unstructured)
 	errs := apiservervalidation.ValidateCustomResource(nil, u.UnstructuredContent(), cs.validator)
-	return append(errs, objectmeta.Validate(context.Background(), nil, u.Object, cs.structural, true)...)
-}
-
-// validateRules runs the x-kubernetes-validations CEL rules (old is nil on create), within
-// kube's runtime cost budget.
-func (cs *customSchema) validateRules(o, old runtime.Object) field.ErrorList {
+	errs = append(errs, objectmeta.Validate(context.Background(), nil, u.Object, cs.structural, true)...)
+	errs = append(errs, listtype.ValidateListSetsAndMaps(nil, cs.structural, u.Object)...)
 	if cs.cel == nil {
-		return nil
+		return errs
+	}
+	for _, e := range errs {
+		switch e.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			return append(errs, field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
+		}
 	}
 	var oldObj any
 	if old != nil {
 		oldObj = old.(*unstructured.Unstructured).Object
 	}
-	errs, _ := cs.cel.Validate(context.Background(), nil, cs.structural, o.(*unstructured.Unstructured).Object, oldObj, celconfig.RuntimeCELCostBudget)
-	return errs
+	celErrs, _ := cs.cel.Validate(context.Background(), nil, cs.structural, u.Object, oldObj, celconfig.RuntimeCELCostBudget)
+	return append(errs, celErrs...)
 }
 
 // selectableFields are a version's selectableFields as field selector labels: the JSON path

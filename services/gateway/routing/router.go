@@ -7,8 +7,10 @@ package routing
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	"github.com/apichain/apichain/pkg/lifecycle"
@@ -17,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
 )
 
@@ -138,6 +141,7 @@ func Invoke[T any](ctx context.Context, rt *Router, gv string, fn func(ctx conte
 	// unavailable is the last Unavailable answer: if no delegate serves the request, an
 	// unreachable one might have, so the answer is 503, not the end of the chain's 404.
 	var unavailable error
+	var undialed []Target // ready by their state, but not connected yet: the request never left
 	for _, t := range rt.plan(gv) {
 		if t.Service == skipService {
 			continue
@@ -156,8 +160,26 @@ func Invoke[T any](ctx context.Context, rt *Router, gv string, fn func(ctx conte
 			continue
 		case status.Code(err) == codes.Unavailable && ctx.Err() == nil:
 			unavailable = err
+			if notSent(err) {
+				undialed = append(undialed, t)
+			}
 			continue // try another replica of the same service
 		default:
+			return zero, err
+		}
+	}
+	// Every replica that answered Unavailable did so before the request reached it (a
+	// restarted instance whose connection is still backing off): connect now and send it
+	// once more, which cannot do anything twice.
+	for _, t := range undialed {
+		conn, err := rt.pool.Get(t.Addr)
+		if err != nil || !connectWithin(ctx, conn, reconnectWait) {
+			continue
+		}
+		if resp, err := fn(ctx, conn); err == nil {
+			rt.served(t)
+			return resp, nil
+		} else if status.Code(err) != codes.Unavailable {
 			return zero, err
 		}
 	}
@@ -168,6 +190,30 @@ func Invoke[T any](ctx context.Context, rt *Router, gv string, fn func(ctx conte
 		return zero, ErrChainIncomplete
 	}
 	return zero, ErrEndOfChain
+}
+
+// reconnectWait bounds how long a request waits for a ready instance's connection.
+const reconnectWait = 2 * time.Second
+
+// notSent reports a gRPC failure to reach the server at all (dialing failed), so the request
+// was not sent.
+func notSent(err error) bool {
+	msg := status.Convert(err).Message()
+	return strings.Contains(msg, "Error while dialing") || strings.Contains(msg, "connection refused")
+}
+
+// connectWithin connects conn now (skipping its backoff) and waits up to d for it to be ready.
+func connectWithin(ctx context.Context, conn *grpc.ClientConn, d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	conn.ResetConnectBackoff()
+	conn.Connect()
+	for state := conn.GetState(); state != connectivity.Ready; state = conn.GetState() {
+		if !conn.WaitForStateChange(ctx, state) {
+			return false
+		}
+	}
+	return true
 }
 
 // AnyInstance picks a routable instance of svc.
