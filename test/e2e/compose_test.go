@@ -17,7 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -141,7 +144,7 @@ func TestComposeStack(t *testing.T) {
 	assert.Len(t, instances, 3, "requests reach all three core replicas:\n%s", metrics)
 
 	t.Run("rolling restart under load", func(t *testing.T) {
-		load := startLoad(t, cs, "compose", "roll")
+		load := startLoad(t, configMaps(cs, "compose"), "roll")
 		for _, id := range s.containers("core") {
 			s.run(2*time.Minute, "docker", "stop", "-t", "30", id) // SIGTERM, then the graceful drain
 			s.run(time.Minute, "docker", "start", id)
@@ -151,7 +154,7 @@ func TestComposeStack(t *testing.T) {
 	})
 
 	t.Run("SIGKILL of a core replica under load", func(t *testing.T) {
-		load := startLoad(t, cs, "compose", "kill")
+		load := startLoad(t, configMaps(cs, "compose"), "kill")
 		victim := s.containers("core")[0]
 		s.run(time.Minute, "docker", "kill", "--signal", "KILL", victim)
 		killed := time.Now()
@@ -180,6 +183,47 @@ func TestComposeStack(t *testing.T) {
 			return code == 200 && strings.Contains(body, "[+]lifecycle ok (from NATS)") && strings.Contains(body, "[+]core ok (3/3")
 		}, 2*time.Minute, time.Second, "readiness over NATS resumes")
 	})
+
+	t.Run("custom resources through a rolling restart of two extensions replicas", func(t *testing.T) {
+		s.compose("up", "-d", "--no-recreate", "--scale", "core=3", "--scale", "extensions=2")
+		s.waitReadyInstances(hc, cfg, "extensions", 2)
+		crd := filepath.Join(t.TempDir(), "crd.yaml")
+		writeFile(t, crd, widgetCRD)
+		s.kubectl("create", "-f", crd)
+		s.kubectl("wait", "--for=condition=Established", "--timeout=30s", "crd/widgets.example.com")
+		widgets := dynamic.NewForConfigOrDie(cfg).Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}).Namespace("compose")
+		target := loadTarget{
+			create: func(ctx context.Context, name string) error {
+				_, err := widgets.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+					"metadata": map[string]any{"name": name}, "spec": map[string]any{"size": int64(1)}}}, metav1.CreateOptions{})
+				return err
+			},
+			get: func(ctx context.Context, name string) error {
+				_, err := widgets.Get(ctx, name, metav1.GetOptions{})
+				return err
+			},
+			names: func(ctx context.Context) ([]string, error) {
+				list, err := widgets.List(ctx, metav1.ListOptions{})
+				if err != nil {
+					return nil, err
+				}
+				var out []string
+				for _, w := range list.Items {
+					out = append(out, w.GetName())
+				}
+				return out, nil
+			},
+		}
+		// Every replica serves the new resource before the load starts.
+		require.Eventually(t, func() bool { return target.create(ctx, "first") == nil }, time.Minute, 100*time.Millisecond)
+		load := startLoad(t, target, "cr")
+		for _, id := range s.containers("extensions") {
+			s.run(2*time.Minute, "docker", "stop", "-t", "30", id)
+			s.run(time.Minute, "docker", "start", id)
+			s.waitReadyInstances(hc, cfg, "extensions", 2)
+		}
+		load.stopAndCheck(t, false)
+	})
 }
 
 // containers lists the running containers of a compose service.
@@ -201,12 +245,43 @@ func (s *stack) waitReadyInstances(hc *http.Client, cfg *rest.Config, service st
 	}, 3*time.Minute, 250*time.Millisecond, "waiting for %q", want)
 }
 
-// load creates and reads ConfigMaps from several workers until stopped, recording every
+// loadTarget is what a load creates and reads: ConfigMaps, or custom resources.
+type loadTarget struct {
+	create func(ctx context.Context, name string) error
+	get    func(ctx context.Context, name string) error
+	names  func(ctx context.Context) ([]string, error)
+}
+
+func configMaps(cs *kubernetes.Clientset, ns string) loadTarget {
+	cms := cs.CoreV1().ConfigMaps(ns)
+	return loadTarget{
+		create: func(ctx context.Context, name string) error {
+			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+			return err
+		},
+		get: func(ctx context.Context, name string) error {
+			_, err := cms.Get(ctx, name, metav1.GetOptions{})
+			return err
+		},
+		names: func(ctx context.Context) ([]string, error) {
+			list, err := cms.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			var out []string
+			for _, cm := range list.Items {
+				out = append(out, cm.Name)
+			}
+			return out, nil
+		},
+	}
+}
+
+// load creates and reads objects from several workers until stopped, recording every
 // create the server acknowledged and every failure a kube client would see (client-go
 // already retries 429 and 503 with Retry-After).
 type load struct {
-	cs      *kubernetes.Clientset
-	ns      string
+	target  loadTarget
 	stop    chan struct{}
 	done    sync.WaitGroup
 	mu      sync.Mutex
@@ -215,8 +290,8 @@ type load struct {
 	started time.Time
 }
 
-func startLoad(t *testing.T, cs *kubernetes.Clientset, ns, prefix string) *load {
-	l := &load{cs: cs, ns: ns, stop: make(chan struct{}), started: time.Now()}
+func startLoad(t *testing.T, target loadTarget, prefix string) *load {
+	l := &load{target: target, stop: make(chan struct{}), started: time.Now()}
 	for w := 0; w < 6; w++ {
 		l.done.Add(1)
 		go func() {
@@ -229,9 +304,9 @@ func startLoad(t *testing.T, cs *kubernetes.Clientset, ns, prefix string) *load 
 				}
 				name := fmt.Sprintf("%s-%d-%d", prefix, w, i)
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+				err := target.create(ctx, name)
 				if err == nil {
-					_, err = cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+					err = target.get(ctx, name)
 				}
 				cancel()
 				l.mu.Lock()
@@ -264,11 +339,11 @@ func (l *load) stopAndCheck(t *testing.T, tolerateFailures bool) {
 	if !tolerateFailures {
 		assert.Empty(t, l.failed, "no failed requests during a rolling restart")
 	}
-	list, err := l.cs.CoreV1().ConfigMaps(l.ns).List(context.Background(), metav1.ListOptions{})
+	names, err := l.target.names(context.Background())
 	require.NoError(t, err)
 	present := map[string]bool{}
-	for _, cm := range list.Items {
-		present[cm.Name] = true
+	for _, n := range names {
+		present[n] = true
 	}
 	for _, name := range l.acked {
 		assert.True(t, present[name], "acknowledged create %s lost", name)
