@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
 )
 
 const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
@@ -342,4 +347,82 @@ spec: {replicas: 1, color: blue}
 
 	assert.Equal(t, "pool.example.com/p2", strings.TrimSpace(k.run("get", "pools", "-n", "w", "--field-selector", "spec.color=blue", "-o", "name")))
 	assert.Contains(t, k.fails("get", "pools", "-n", "w", "--field-selector", "spec.size=1"), "field label not supported: spec.size")
+}
+
+// A dynamic informer on a custom resource lists in pages and follows its watch, as operators
+// built on client-go do.
+func TestCustomResourceDynamicInformer(t *testing.T) {
+	c, _ := startAllInOne(t)
+	k := kc{t: t, kubeconfig: filepath.Join(c.data, "admin.kubeconfig")}
+	crd := filepath.Join(t.TempDir(), "crd.yaml")
+	writeFile(t, crd, widgetCRD)
+	k.run("create", "namespace", "w")
+	k.run("create", "-f", crd)
+	k.run("wait", "--for=condition=Established", "--timeout=10s", "crd/widgets.example.com")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dyn := dynamic.NewForConfigOrDie(c.config)
+	gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	widget := func(name string, size int64) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": name}, "spec": map[string]any{"size": size}}}
+	}
+	for i := range 25 {
+		name := fmt.Sprintf("pre-%02d", i)
+		require.Eventually(t, func() bool {
+			_, err := dyn.Resource(gvr).Namespace("w").Create(ctx, widget(name, 1), metav1.CreateOptions{})
+			return err == nil || apierrors.IsAlreadyExists(err)
+		}, 5*time.Second, 10*time.Millisecond)
+	}
+	// Pagination, as the informer's reflector lists with a limit.
+	page, err := dyn.Resource(gvr).Namespace("w").List(ctx, metav1.ListOptions{Limit: 10})
+	require.NoError(t, err)
+	assert.Len(t, page.Items, 10)
+	assert.NotEmpty(t, page.GetContinue())
+
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, "w", nil)
+	informer := factory.ForResource(gvr).Informer()
+	var mu sync.Mutex
+	seen := map[string]int64{}
+	_, err = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) {
+			u := o.(*unstructured.Unstructured)
+			size, _, _ := unstructured.NestedInt64(u.Object, "spec", "size")
+			mu.Lock()
+			seen[u.GetName()] = size
+			mu.Unlock()
+		},
+		UpdateFunc: func(_, o any) {
+			u := o.(*unstructured.Unstructured)
+			size, _, _ := unstructured.NestedInt64(u.Object, "spec", "size")
+			mu.Lock()
+			seen[u.GetName()] = size
+			mu.Unlock()
+		},
+		DeleteFunc: func(o any) {
+			if u, ok := o.(*unstructured.Unstructured); ok {
+				mu.Lock()
+				delete(seen, u.GetName())
+				mu.Unlock()
+			}
+		},
+	})
+	require.NoError(t, err)
+	factory.Start(ctx.Done())
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), informer.HasSynced))
+	mu.Lock()
+	assert.Len(t, seen, 25)
+	mu.Unlock()
+
+	_, err = dyn.Resource(gvr).Namespace("w").Create(ctx, widget("live", 2), metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = dyn.Resource(gvr).Namespace("w").Patch(ctx, "pre-00", types.MergePatchType, []byte(`{"spec":{"size":7}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	require.NoError(t, dyn.Resource(gvr).Namespace("w").Delete(ctx, "pre-01", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		_, gone := seen["pre-01"]
+		return seen["live"] == 2 && seen["pre-00"] == 7 && !gone
+	}, 10*time.Second, 20*time.Millisecond, "the informer follows creates, updates and deletes")
 }
