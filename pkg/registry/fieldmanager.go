@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
@@ -18,7 +17,8 @@ type fieldManagers struct {
 	scheme    *Scheme
 	converter managedfields.TypeConverter
 	mu        sync.Mutex
-	byGVK     map[schema.GroupVersionKind]*managedfields.FieldManager
+	// byResource: a custom resource rebuilt for a changed schema gets a new field manager.
+	byResource map[*Resource]*managedfields.FieldManager
 }
 
 func newFieldManagers(s *Scheme, set *Set) (*fieldManagers, error) {
@@ -39,7 +39,7 @@ func newFieldManagers(s *Scheme, set *Set) (*fieldManagers, error) {
 	if err != nil {
 		return nil, fmt.Errorf("type converter: %w", err)
 	}
-	return &fieldManagers{scheme: s, converter: tc, byGVK: map[schema.GroupVersionKind]*managedfields.FieldManager{}}, nil
+	return &fieldManagers{scheme: s, converter: tc, byResource: map[*Resource]*managedfields.FieldManager{}}, nil
 }
 
 // get is r's field manager: typed by the set's schemas, or for a custom resource by its
@@ -48,13 +48,17 @@ func (f *fieldManagers) get(r *Resource) (*managedfields.FieldManager, error) {
 	gvk := r.GroupVersion.WithKind(r.Kind)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if fm, ok := f.byGVK[gvk]; ok {
+	if fm, ok := f.byResource[r]; ok {
 		return fm, nil
 	}
 	var fm *managedfields.FieldManager
 	var err error
 	if r.isUnstructured() {
-		fm, err = managedfields.NewDefaultCRDFieldManager(deducedTypeConverter, unstructuredConvertor{}, nopDefaulter{}, unstructuredCreater{},
+		tc := r.TypeConverter
+		if tc == nil {
+			tc = deducedTypeConverter
+		}
+		fm, err = managedfields.NewDefaultCRDFieldManager(tc, unstructuredConvertor{}, nopDefaulter{}, unstructuredCreater{},
 			gvk, gvk.GroupVersion(), "", nil)
 	} else {
 		fm, err = managedfields.NewDefaultFieldManager(f.converter, f.scheme.Scheme, f.scheme.Scheme, f.scheme.Scheme, gvk, gvk.GroupVersion(), "", nil)
@@ -62,7 +66,7 @@ func (f *fieldManagers) get(r *Resource) (*managedfields.FieldManager, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.byGVK[gvk] = fm
+	f.byResource[r] = fm
 	return fm, nil
 }
 

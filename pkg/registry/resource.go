@@ -5,6 +5,8 @@ import (
 	"sort"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/util/managedfields"
+
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	"github.com/apichain/apichain/pkg/openapi"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -41,6 +43,9 @@ type Resource struct {
 	// ValidateCreate checks rules that apply on create only (a kind whose update rules differ,
 	// as a CRD's ratchet).
 	ValidateCreate func(obj runtime.Object) field.ErrorList
+	// TypeConverter types a custom resource's objects for server-side apply (from its
+	// schema); without one they are typed by their content.
+	TypeConverter managedfields.TypeConverter
 	// UnknownFields lists the fields of obj its schema does not know (a custom resource's),
 	// for fieldValidation; typed kinds find theirs when decoding.
 	UnknownFields func(obj runtime.Object) []string

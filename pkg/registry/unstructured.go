@@ -86,6 +86,6 @@ type nopDefaulter struct{}
 
 func (nopDefaulter) Default(runtime.Object) {}
 
-// deducedTypeConverter types custom resources by their content until their schemas type
-// them (lists are atomic, maps granular).
+// deducedTypeConverter types custom resources that have no schema type converter by their
+// content (lists are atomic, maps granular).
 var deducedTypeConverter = managedfields.NewDeducedTypeConverter()

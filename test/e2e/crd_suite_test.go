@@ -4,8 +4,8 @@ import "testing"
 
 // The CRD suite: kubectl cases on CustomResourceDefinitions and their custom resources
 // (Established, discovery, defaulting, pruning, printer columns, enum and CEL validation,
-// strict field validation, scale and status subresources, selectors, server-side apply,
-// deletion), run in order; every expectation was checked against kube-apiserver 1.37.2
+// strict field validation, scale and status subresources, selectors, server-side apply with
+// the schema's list types, deletion), run in order; every expectation was checked against kube-apiserver 1.37.2
 // (APICHAIN_SUITE_KUBE runs them there too).
 func TestCRDSuite(t *testing.T) {
 	runSuiteOnBoth(t, crdSuiteCases(), 30)
@@ -52,6 +52,40 @@ spec:
             properties:
               replicas: {type: integer}
 `
+
+const routerCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: routers.example.com}
+spec:
+  group: example.com
+  names: {plural: routers, kind: Router}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              ports:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items:
+                  type: object
+                  required: [name]
+                  properties:
+                    name: {type: string}
+                    port: {type: integer}
+`
+
+func router(port string) string {
+	return "apiVersion: example.com/v1\nkind: Router\nmetadata: {name: r1, namespace: crdsuite}\nspec:\n  ports: [" + port + "]\n"
+}
 
 func gizmo(name, spec string) string {
 	return "apiVersion: stable.example.com/v1\nkind: Gizmo\nmetadata: {name: " + name + ", namespace: crdsuite, labels: {tier: " + name + "}}\nspec: " + spec + "\n"
@@ -118,6 +152,16 @@ func crdSuiteCases() []suiteCase {
 			want: "kubectl Apply"},
 		{name: "server-side apply conflict", who: a, file: gizmo("g4", "{color: red}"), kubectl: k("apply", "--server-side", "--field-manager=other", "-f", "{file}"), fail: true,
 			want: `Apply failed with 1 conflict: conflict with "kubectl": .spec.color`},
+		{name: "list-map CRD", who: a, file: routerCRD, kubectl: k("create", "-f", "{file}"), want: "routers.example.com created"},
+		{name: "list-map established", who: a, kubectl: k("wait", "--for=condition=Established", "--timeout=10s", "crd/routers.example.com"), want: "condition met"},
+		{name: "apply one port", who: a, file: router("{name: http, port: 80}"), kubectl: k("apply", "--server-side", "--field-manager=a", "-f", "{file}"),
+			want: "router.example.com/r1 serverside-applied", eventually: true},
+		{name: "apply another port", who: a, file: router("{name: https, port: 443}"), kubectl: k("apply", "--server-side", "--field-manager=b", "-f", "{file}"),
+			want: "router.example.com/r1 serverside-applied"},
+		{name: "list map merged", who: a, kubectl: kn("get", "router", "r1", "-o", "jsonpath={.spec.ports}"),
+			want: `[{"name":"http","port":80},{"name":"https","port":443}]`},
+		{name: "list map conflict", who: a, file: router("{name: https, port: 8443}"), kubectl: k("apply", "--server-side", "--field-manager=a", "-f", "{file}"),
+			fail: true, want: `Apply failed with 1 conflict: conflict with "b": .spec.ports[name="https"].port`},
 		{name: "delete a custom resource", who: a, kubectl: kn("delete", "gizmo", "g4"), want: `gizmo.stable.example.com "g4" deleted`},
 		{name: "conflicting CRD", who: a, file: "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.stable.example.com}\n" +
 			"spec:\n  group: stable.example.com\n  names: {plural: widgets, kind: Gizmo}\n  scope: Namespaced\n  versions:\n  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}\n",

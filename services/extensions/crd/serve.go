@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apichain/apichain/pkg/openapi"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/apichain/apichain/pkg/registry"
@@ -109,6 +112,7 @@ func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensio
 		GroupVersion: gvk.GroupVersion(), Name: names.Plural, SingularName: names.Singular, Kind: names.Kind,
 		Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped, ShortNames: names.ShortNames, Categories: names.Categories,
 		HasSpec: true, New: registry.NewUnstructured(gvk), NewList: registry.NewUnstructuredList(gvk),
+		TypeConverter:    cs.typeConverter(gvk),
 		PrepareForCreate: func(o runtime.Object) { cs.prepare(o) },
 		PrepareForUpdate: func(o, _ runtime.Object) { cs.prepare(o) },
 		UnknownFields:    cs.unknownFields,
@@ -148,6 +152,21 @@ func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensio
 		}
 	}
 	return r, nil
+}
+
+// typeConverter types the objects for server-side apply by the schema (list types, map keys,
+// atomic structs), as kube's CRD field managers are; nil (typed by content) if the schema
+// cannot be converted.
+func (cs *customSchema) typeConverter(gvk schema.GroupVersionKind) managedfields.TypeConverter {
+	defs, err := openapi.CustomResourceDefinitions(gvk, cs.structural.ToKubeOpenAPI())
+	if err != nil {
+		return nil
+	}
+	tc, err := managedfields.NewTypeConverter(defs, cs.structural.XPreserveUnknownFields)
+	if err != nil {
+		return nil
+	}
+	return tc
 }
 
 // prepare prunes unknown fields, applies the schema's defaults and drops invalid metadata, as
