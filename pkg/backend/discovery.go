@@ -20,6 +20,7 @@ type Discovery struct {
 	discoveryv1.UnimplementedDiscoveryServiceServer
 	served  atomic.Pointer[[]*discoveryv1.GroupVersion]
 	openapi *lazyOpenAPI
+	custom  atomic.Pointer[customOpenAPI]
 }
 
 // NewDiscovery serves the given group/versions (in preference order per group).
@@ -50,6 +51,11 @@ func (d *Discovery) GetDocument(_ context.Context, req *discoveryv1.GetDocumentR
 		docs, err := d.openapi.get()
 		if err != nil {
 			return nil, err
+		}
+		if custom := d.custom.Load(); custom != nil {
+			if doc, ok := custom.document(docs, path); ok {
+				return doc, nil
+			}
 		}
 		if doc, ok := docs.document(path, req.GetAccept()); ok {
 			return doc, nil

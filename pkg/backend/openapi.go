@@ -98,3 +98,43 @@ func (d *openAPIDocs) document(path, accept string) (*httpbody.HttpBody, bool) {
 	}
 	return nil, false
 }
+
+// customOpenAPI are OpenAPI v3 documents of kinds that come and go (extensions' custom
+// resources), served next to the built ones and listed in the same index.
+type customOpenAPI struct {
+	v3    map[string][]byte
+	index []byte
+}
+
+// SetCustomOpenAPI replaces the documents of the group/versions whose kinds come and go.
+func (b *Backend) SetCustomOpenAPI(byGV map[schema.GroupVersion][]byte) error {
+	c := &customOpenAPI{v3: map[string][]byte{}}
+	for gv, doc := range byGV {
+		c.v3[openapi.V3DocumentPath(gv)] = doc
+	}
+	var err error
+	if c.index, err = openapi.V3Index(byGV); err != nil {
+		return err
+	}
+	b.discovery.custom.Store(c)
+	return nil
+}
+
+// document answers a custom document, or the index merged with the built one's.
+func (c *customOpenAPI) document(built *openAPIDocs, path string) (*httpbody.HttpBody, bool) {
+	if path == "/openapi/v3" && len(c.v3) > 0 {
+		indexes := [][]byte{c.index}
+		if built != nil {
+			indexes = append(indexes, built.index)
+		}
+		merged, err := openapi.MergeV3Index(indexes)
+		if err != nil {
+			return nil, false
+		}
+		return &httpbody.HttpBody{ContentType: "application/json", Data: merged}, true
+	}
+	if doc, ok := c.v3[path]; ok {
+		return &httpbody.HttpBody{ContentType: "application/json", Data: doc}, true
+	}
+	return nil, false
+}

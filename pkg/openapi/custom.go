@@ -1,8 +1,11 @@
 package openapi
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
+
+	"k8s.io/kube-openapi/pkg/spec3"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,6 +22,10 @@ const ObjectMetaName = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 // resource's objects for server-side apply.
 func CustomResourceDefinitions(gvk schema.GroupVersionKind, s *spec.Schema) (map[string]*spec.Schema, error) {
 	b := newSchemaBuilder(false)
+	return customDefinitions(b, gvk, s)
+}
+
+func customDefinitions(b *schemaBuilder, gvk schema.GroupVersionKind, s *spec.Schema) (map[string]*spec.Schema, error) {
 	if _, err := b.refTo(reflect.TypeOf(metav1.ObjectMeta{})); err != nil {
 		return nil, err
 	}
@@ -49,4 +56,52 @@ func customDefinitionName(gvk schema.GroupVersionKind) string {
 		parts[i], parts[j] = parts[j], parts[i]
 	}
 	return strings.Join(append(parts, gvk.Version, gvk.Kind), ".")
+}
+
+// CustomKind is a custom resource's kind, where it is served, and its object schema.
+type CustomKind struct {
+	GVK        schema.GroupVersionKind
+	Resource   string
+	Namespaced bool
+	Schema     *spec.Schema
+}
+
+// CustomResourceV3 is the OpenAPI v3 document of a group/version of custom resources: their
+// schemas (with ObjectMeta) under components, and each kind's read path, by which kubectl
+// explain finds the schema. Only reads are described: kubectl treats a kind it finds no PATCH
+// path for as a CRD's and leaves field validation to the server.
+func CustomResourceV3(kinds []CustomKind) ([]byte, error) {
+	b := newSchemaBuilder(true)
+	all := map[string]*spec.Schema{}
+	paths := map[string]*spec3.Path{}
+	for _, k := range kinds {
+		defs, err := customDefinitions(b, k.GVK, k.Schema)
+		if err != nil {
+			return nil, err
+		}
+		for name, d := range defs {
+			all[name] = d
+		}
+		path := "/apis/" + k.GVK.Group + "/" + k.GVK.Version + "/"
+		if k.Namespaced {
+			path += "namespaces/{namespace}/"
+		}
+		path += k.Resource + "/{name}"
+		ref := spec.Schema{SchemaProps: spec.SchemaProps{Ref: b.ref(customDefinitionName(k.GVK))}}
+		get := &spec3.Operation{OperationProps: spec3.OperationProps{
+			OperationId: "read" + k.GVK.Kind,
+			Responses: &spec3.Responses{ResponsesProps: spec3.ResponsesProps{StatusCodeResponses: map[int]*spec3.Response{
+				200: {ResponseProps: spec3.ResponseProps{Description: "OK", Content: map[string]*spec3.MediaType{
+					"application/json": {MediaTypeProps: spec3.MediaTypeProps{Schema: &ref}}}}}}}},
+		}}
+		get.Extensions = spec.Extensions{"x-kubernetes-action": "get", extGVK: gvkExtension(k.GVK)}
+		paths[path] = &spec3.Path{PathProps: spec3.PathProps{Get: get}}
+	}
+	doc := &spec3.OpenAPI{
+		Version:    "3.0.0",
+		Info:       &spec.Info{InfoProps: spec.InfoProps{Title: docTitle, Version: docVersion}},
+		Paths:      &spec3.Paths{Paths: paths},
+		Components: &spec3.Components{Schemas: all},
+	}
+	return json.Marshal(doc)
 }

@@ -5,7 +5,7 @@ import "testing"
 // The CRD suite: kubectl cases on CustomResourceDefinitions and their custom resources
 // (Established, discovery, defaulting, pruning, printer columns, enum and CEL validation,
 // strict field validation, scale and status subresources, selectors, server-side apply with
-// the schema's list types, deletion), run in order; every expectation was checked against kube-apiserver 1.37.2
+// the schema's list types, explain, deletion), run in order; every expectation was checked against kube-apiserver 1.37.2
 // (APICHAIN_SUITE_KUBE runs them there too).
 func TestCRDSuite(t *testing.T) {
 	runSuiteOnBoth(t, crdSuiteCases(), 30)
@@ -109,6 +109,9 @@ func crdSuiteCases() []suiteCase {
 		{name: "resource in discovery", who: a, kubectl: k("api-resources", "--api-group=stable.example.com"),
 			want: "re:(?m)^gizmos\\s+gz\\s+stable.example.com/v1\\s+true\\s+Gizmo$", eventually: true},
 		{name: "group version document", who: a, kubectl: k("get", "--raw", "/apis/stable.example.com/v1"), want: `"name":"gizmos/scale"`},
+		{name: "explain", who: a, kubectl: k("explain", "gizmo.spec.replicas"),
+			want: "GROUP:      stable.example.com\nKIND:       Gizmo\nVERSION:    v1\n\nFIELD: replicas <integer>", eventually: true},
+		{name: "explain fields", who: a, kubectl: k("explain", "gizmo.spec"), want: `re:(?m)^  tags\t<\[\]string>$`},
 		{name: "create with defaults", who: a, file: gizmo("g1", "{tags: [a]}"), kubectl: k("apply", "-f", "{file}"),
 			want: "gizmo.stable.example.com/g1 created", eventually: true},
 		{name: "defaults applied", who: a, kubectl: kn("get", "gizmo", "g1", "-o", "jsonpath={.spec.color} {.spec.replicas}"), want: "red 1"},

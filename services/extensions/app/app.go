@@ -45,6 +45,11 @@ func Setup(b *backend.Backend) error {
 		}
 		next := registry.NewSet(append([]*registry.Resource{base}, resources...)...)
 		h.SetResources(next)
+		if docs, err := custom.OpenAPI(); err != nil {
+			b.Log.Warn("custom resources' OpenAPI", "err", err)
+		} else if err := b.SetCustomOpenAPI(docs); err != nil {
+			b.Log.Warn("custom resources' OpenAPI", "err", err)
+		}
 		b.SetServed(next.Served())
 	}
 	if err := b.Server.AddPostStartHook("start-apiextensions-controllers", func(ctx context.Context) error {

@@ -36,12 +36,17 @@ import (
 // validation with kube's messages and cost limits. A resource is kept while its CRD version
 // is unchanged, so its watch cache and watches go on.
 type CustomResources struct {
-	byKey map[string]*registry.Resource
+	byKey map[string]customResourceVersion
+}
+
+type customResourceVersion struct {
+	resource *registry.Resource
+	openapi  openapi.CustomKind
 }
 
 // Of returns the resources of crds and whether they differ from the last call's.
 func (c *CustomResources) Of(crds []*apiextensionsv1.CustomResourceDefinition, log *slog.Logger) ([]*registry.Resource, bool) {
-	next := map[string]*registry.Resource{}
+	next := map[string]customResourceVersion{}
 	var out []*registry.Resource
 	for _, crd := range crds {
 		if !IsEstablished(crd) {
@@ -52,16 +57,16 @@ func (c *CustomResources) Of(crds []*apiextensionsv1.CustomResourceDefinition, l
 				continue
 			}
 			key := fmt.Sprintf("%s/%s/%d/%v/%s", crd.UID, v.Name, crd.Generation, crd.Status.AcceptedNames, crd.Spec.Scope)
-			r, ok := c.byKey[key]
+			cv, ok := c.byKey[key]
 			if !ok {
 				var err error
-				if r, err = customResource(crd, v); err != nil {
+				if cv, err = customResource(crd, v); err != nil {
 					log.Warn("custom resource not served", "crd", crd.Name, "version", v.Name, "err", err)
 					continue
 				}
 			}
-			next[key] = r
-			out = append(out, r)
+			next[key] = cv
+			out = append(out, cv.resource)
 		}
 	}
 	changed := len(next) != len(c.byKey)
@@ -101,10 +106,29 @@ func newCustomSchema(v apiextensionsv1.CustomResourceDefinitionVersion) (*custom
 		cel: cel.NewValidator(structural, true, celconfig.PerCallLimit)}, nil
 }
 
-func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion) (*registry.Resource, error) {
+// OpenAPI is the OpenAPI v3 document of each group/version of the custom resources last
+// returned by Of.
+func (c *CustomResources) OpenAPI() (map[schema.GroupVersion][]byte, error) {
+	byGV := map[schema.GroupVersion][]openapi.CustomKind{}
+	for _, cv := range c.byKey {
+		gv := cv.openapi.GVK.GroupVersion()
+		byGV[gv] = append(byGV[gv], cv.openapi)
+	}
+	out := map[schema.GroupVersion][]byte{}
+	for gv, kinds := range byGV {
+		doc, err := openapi.CustomResourceV3(kinds)
+		if err != nil {
+			return nil, err
+		}
+		out[gv] = doc
+	}
+	return out, nil
+}
+
+func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion) (customResourceVersion, error) {
 	cs, err := newCustomSchema(v)
 	if err != nil {
-		return nil, err
+		return customResourceVersion{}, err
 	}
 	names := crd.Status.AcceptedNames
 	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: names.Kind}
@@ -136,7 +160,7 @@ func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensio
 	if len(v.AdditionalPrinterColumns) > 0 {
 		pc, err := newPrinterColumns(v.AdditionalPrinterColumns)
 		if err != nil {
-			return nil, err
+			return customResourceVersion{}, err
 		}
 		r.Columns, r.Cells, r.NoAgeColumn = pc.defs, pc.cells, true
 	}
@@ -151,7 +175,8 @@ func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensio
 			return err
 		}
 	}
-	return r, nil
+	return customResourceVersion{resource: r, openapi: openapi.CustomKind{GVK: gvk, Resource: names.Plural,
+		Namespaced: r.Namespaced, Schema: cs.structural.ToKubeOpenAPI()}}, nil
 }
 
 // typeConverter types the objects for server-side apply by the schema (list types, map keys,
