@@ -83,6 +83,34 @@ spec:
                     port: {type: integer}
 `
 
+const knobCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: knobs.example.com}
+spec:
+  group: example.com
+  names: {plural: knobs, kind: Knob}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              port: {x-kubernetes-int-or-string: true}
+              since: {type: string, format: date-time}
+              extra: {type: object, x-kubernetes-preserve-unknown-fields: true}
+              template: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true}
+`
+
+func knob(name, spec string) string {
+	return "apiVersion: example.com/v1\nkind: Knob\nmetadata: {name: " + name + ", namespace: crdsuite}\nspec: " + spec + "\n"
+}
+
 func router(port string) string {
 	return "apiVersion: example.com/v1\nkind: Router\nmetadata: {name: r1, namespace: crdsuite}\nspec:\n  ports: [" + port + "]\n"
 }
@@ -165,6 +193,23 @@ func crdSuiteCases() []suiteCase {
 			want: `[{"name":"http","port":80},{"name":"https","port":443}]`},
 		{name: "list map conflict", who: a, file: router("{name: https, port: 8443}"), kubectl: k("apply", "--server-side", "--field-manager=a", "-f", "{file}"),
 			fail: true, want: `Apply failed with 1 conflict: conflict with "b": .spec.ports[name="https"].port`},
+		{name: "schema extensions CRD", who: a, file: knobCRD, kubectl: k("create", "-f", "{file}"), want: "knobs.example.com created"},
+		{name: "schema extensions established", who: a, kubectl: k("wait", "--for=condition=Established", "--timeout=10s", "crd/knobs.example.com"), want: "condition met"},
+		{name: "int-or-string as string", who: a, file: knob("k1", "{port: http, extra: {anything: 1}}"), kubectl: k("apply", "-f", "{file}"),
+			want: "knob.example.com/k1 created", eventually: true},
+		{name: "int-or-string as int", who: a, file: knob("k2", "{port: 8080}"), kubectl: k("apply", "-f", "{file}"), want: "knob.example.com/k2 created"},
+		{name: "int-or-string refuses others", who: a, file: knob("k3", "{port: true}"), kubectl: k("apply", "-f", "{file}"), fail: true,
+			want: `spec.port in body must be of type integer,string: "boolean"`},
+		{name: "format", who: a, file: knob("k3", "{since: not-a-date}"), kubectl: k("apply", "-f", "{file}"), fail: true,
+			want: `spec.since in body must be of type date-time: "not-a-date"`},
+		{name: "preserved unknown fields", who: a, kubectl: kn("get", "knob", "k1", "-o", "jsonpath={.spec.extra.anything}"), want: "1"},
+		{name: "embedded resource needs its type", who: a, file: knob("k3", "{template: {metadata: {name: x}}}"), kubectl: k("apply", "-f", "{file}"), fail: true,
+			want: "The Knob \"k3\" is invalid: \n* spec.template.apiVersion: Required value\n* spec.template.kind: Required value"},
+		{name: "embedded resource", who: a, file: knob("k4", "{template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}}"), kubectl: k("apply", "-f", "{file}"),
+			want: "knob.example.com/k4 created"},
+		{name: "field validation ignore", who: a, file: knob("k5", "{port: 1, bogus: 1}"), kubectl: k("apply", "--validate=false", "-f", "{file}"),
+			want: "re:^knob.example.com/k5 created$"},
+		{name: "ignored field pruned", who: a, kubectl: kn("get", "knob", "k5", "-o", "jsonpath={.spec}"), want: `{"port":1}`},
 		{name: "delete a custom resource", who: a, kubectl: kn("delete", "gizmo", "g4"), want: `gizmo.stable.example.com "g4" deleted`},
 		{name: "conflicting CRD", who: a, file: "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.stable.example.com}\n" +
 			"spec:\n  group: stable.example.com\n  names: {plural: widgets, kind: Gizmo}\n  scope: Namespaced\n  versions:\n  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}\n",
