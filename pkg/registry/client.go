@@ -136,3 +136,23 @@ func objectRef(r *Resource, namespace, name string) *resourcev1.ResourceRef {
 	return &resourcev1.ResourceRef{Group: r.GroupVersion.Group, Version: r.GroupVersion.Version, Resource: r.Name,
 		Namespace: namespace, Name: name}
 }
+
+// Reconcile runs pass now, after every write to r's objects, and every resync, until ctx
+// ends: the loop of a controller that recomputes what it owns from what is stored.
+func (c *Client) Reconcile(ctx context.Context, r *Resource, resync time.Duration, pass func(context.Context)) {
+	changes := c.Watch(ctx, r)
+	t := time.NewTicker(resync)
+	defer t.Stop()
+	for {
+		pass(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-changes:
+			if !ok {
+				return
+			}
+		case <-t.C:
+		}
+	}
+}

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,34 +44,7 @@ func BenchmarkCreateCustomResourceVsConfigMap(b *testing.B) {
 	widgets := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}).Namespace("bench")
 	var seq atomic.Int64
 	run := func(b *testing.B, op func(i int64) error) {
-		const workers = 8
-		lat := make([]time.Duration, b.N)
-		var next, failed atomic.Int64
-		var wg sync.WaitGroup
-		b.ResetTimer()
-		start := time.Now()
-		for range workers {
-			wg.Go(func() {
-				for {
-					i := next.Add(1) - 1
-					if i >= int64(b.N) {
-						return
-					}
-					t0 := time.Now()
-					if err := op(seq.Add(1)); err != nil {
-						failed.Add(1)
-					}
-					lat[i] = time.Since(t0)
-				}
-			})
-		}
-		wg.Wait()
-		elapsed := time.Since(start)
-		b.StopTimer()
-		if failed.Load() > 0 {
-			b.Fatalf("%d of %d creates failed", failed.Load(), b.N)
-		}
-		reportLatency(b, lat, elapsed)
+		benchConcurrent(b, 8, func() error { return op(seq.Add(1)) })
 	}
 	b.Run("configmap", func(b *testing.B) {
 		run(b, func(i int64) error {

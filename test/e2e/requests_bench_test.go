@@ -39,39 +39,7 @@ func BenchmarkCoreThroughGateway(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	const workers = 8
-	run := func(b *testing.B, op func() error) {
-		lat := make([]time.Duration, b.N)
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		var failed atomic.Int64
-		b.ResetTimer()
-		start := time.Now()
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					i := next.Add(1) - 1
-					if i >= int64(b.N) {
-						return
-					}
-					t0 := time.Now()
-					if err := op(); err != nil {
-						failed.Add(1)
-					}
-					lat[i] = time.Since(t0)
-				}
-			}()
-		}
-		wg.Wait()
-		elapsed := time.Since(start)
-		b.StopTimer()
-		if failed.Load() > 0 {
-			b.Fatalf("%d of %d operations failed", failed.Load(), b.N)
-		}
-		reportLatency(b, lat, elapsed)
-	}
+	run := func(b *testing.B, op func() error) { benchConcurrent(b, 8, op) }
 	b.Run("create", func(b *testing.B) {
 		run(b, func() error { _, err := cms.Create(ctx, newCM(), metav1.CreateOptions{}); return err })
 	})
@@ -107,6 +75,38 @@ func BenchmarkCoreThroughGateway(b *testing.B) {
 		b.StopTimer()
 		reportLatency(b, lat, elapsed)
 	})
+}
+
+// benchConcurrent runs op b.N times from workers goroutines and reports latency and
+// throughput; any failed operation fails the benchmark.
+func benchConcurrent(b *testing.B, workers int, op func() error) {
+	lat := make([]time.Duration, b.N)
+	var next, failed atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(b.N) {
+					return
+				}
+				t0 := time.Now()
+				if err := op(); err != nil {
+					failed.Add(1)
+				}
+				lat[i] = time.Since(t0)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if failed.Load() > 0 {
+		b.Fatalf("%d of %d operations failed", failed.Load(), b.N)
+	}
+	reportLatency(b, lat, elapsed)
 }
 
 func reportLatency(b *testing.B, lat []time.Duration, elapsed time.Duration) {

@@ -25,23 +25,11 @@ func Run(ctx context.Context, client *registry.Client, log *slog.Logger, resync 
 	if !ok {
 		return
 	}
-	changes := client.Watch(ctx, r)
-	t := time.NewTicker(resync)
-	defer t.Stop()
-	for {
+	client.Reconcile(ctx, r, resync, func(ctx context.Context) {
 		if err := aggregate(ctx, client, r); err != nil && ctx.Err() == nil {
 			log.Warn("cluster role aggregation", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case _, ok := <-changes:
-			if !ok {
-				return
-			}
-		case <-t.C:
-		}
-	}
+	})
 }
 
 func aggregate(ctx context.Context, client *registry.Client, r *registry.Resource) error {

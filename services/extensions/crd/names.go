@@ -20,36 +20,24 @@ import (
 // RunController is kube's naming, establishing and finalizing controllers in one: after every
 // change to CRDs it accepts each CRD's names that no other CRD of its group holds
 // (NamesAccepted, or kube's conflict reason and message), establishes a CRD once its names
-// are accepted, and lets a CRD being deleted go. Every replica may run it: the outcome is a
-// function of the CRDs.
-// After every pass, established gets the CRDs as they are now.
+// are accepted, and lets a CRD being deleted go; after every pass, established gets the CRDs
+// as they are now. Every replica may run it: the outcome is a function of the CRDs.
 func RunController(ctx context.Context, client *registry.Client, log *slog.Logger, resync time.Duration,
 	established func([]*apiextensionsv1.CustomResourceDefinition)) {
 	r, ok := client.Lookup(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions"))
 	if !ok {
 		return
 	}
-	changes := client.Watch(ctx, r)
-	t := time.NewTicker(resync)
-	defer t.Stop()
-	for {
+	client.Reconcile(ctx, r, resync, func(ctx context.Context) {
 		crds, err := reconcile(ctx, client, r)
-		if err != nil && ctx.Err() == nil {
-			log.Warn("CRD controller", "err", err)
-		}
-		if err == nil {
-			established(crds)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case _, ok := <-changes:
-			if !ok {
-				return
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("CRD controller", "err", err)
 			}
-		case <-t.C:
+			return
 		}
-	}
+		established(crds)
+	})
 }
 
 func reconcile(ctx context.Context, client *registry.Client, r *registry.Resource) ([]*apiextensionsv1.CustomResourceDefinition, error) {
