@@ -53,11 +53,11 @@ func (d *Discovery) GetDocument(_ context.Context, req *discoveryv1.GetDocumentR
 			return nil, err
 		}
 		if custom := d.custom.Load(); custom != nil {
-			if doc, ok := custom.document(docs, path); ok {
+			if doc, ok := custom.document(docs, path, req.GetAccept(), req.GetQuery()); ok {
 				return doc, nil
 			}
 		}
-		if doc, ok := docs.document(path, req.GetAccept()); ok {
+		if doc, ok := docs.document(path, req.GetAccept(), req.GetQuery()); ok {
 			return doc, nil
 		}
 	}

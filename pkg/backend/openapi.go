@@ -17,6 +17,7 @@ type openAPIDocs struct {
 	index   []byte
 	v2      []byte
 	v2Proto []byte
+	v2Hash  string
 }
 
 // OpenAPISource describes a backend's kinds; its v2 document is built once and shared with
@@ -53,6 +54,7 @@ func buildOpenAPI(src OpenAPISource) (*openAPIDocs, error) {
 	if d.v2Proto, err = openapi.V2Protobuf(d.v2); err != nil {
 		return nil, err
 	}
+	d.v2Hash = openapi.Hash(d.v2)
 	return d, nil
 }
 
@@ -81,17 +83,15 @@ func (l *lazyOpenAPI) get() (*openAPIDocs, error) {
 }
 
 // document answers an /openapi path, or false when this backend has no such document.
-func (d *openAPIDocs) document(path, accept string) (*httpbody.HttpBody, bool) {
+// "/openapi/v2" with the query "hash" is the v2 document's hash, for the gateway's merge.
+func (d *openAPIDocs) document(path, accept, query string) (*httpbody.HttpBody, bool) {
 	switch {
 	case d == nil:
 		return nil, false
 	case path == "/openapi/v3":
 		return &httpbody.HttpBody{ContentType: "application/json", Data: d.index}, true
 	case path == "/openapi/v2":
-		if strings.Contains(accept, "protobuf") {
-			return &httpbody.HttpBody{ContentType: openapi.V2ProtobufContentType, Data: d.v2Proto}, true
-		}
-		return &httpbody.HttpBody{ContentType: "application/json", Data: d.v2}, true
+		return v2Document(d.v2, d.v2Proto, d.v2Hash, accept, query), true
 	}
 	if doc, ok := d.v3[path]; ok {
 		return &httpbody.HttpBody{ContentType: "application/json", Data: doc}, true
@@ -99,16 +99,34 @@ func (d *openAPIDocs) document(path, accept string) (*httpbody.HttpBody, bool) {
 	return nil, false
 }
 
-// customOpenAPI are OpenAPI v3 documents of kinds that come and go (extensions' custom
-// resources), served next to the built ones and listed in the same index.
+func v2Document(v2, v2Proto []byte, hash, accept, query string) *httpbody.HttpBody {
+	switch {
+	case query == "hash":
+		return &httpbody.HttpBody{ContentType: "text/plain", Data: []byte(hash)}
+	case strings.Contains(accept, "protobuf"):
+		return &httpbody.HttpBody{ContentType: openapi.V2ProtobufContentType, Data: v2Proto}
+	}
+	return &httpbody.HttpBody{ContentType: "application/json", Data: v2}
+}
+
+// customOpenAPI are OpenAPI documents of kinds that come and go (extensions' custom
+// resources): v3 documents served next to the built ones and listed in the same index, and
+// the built v2 document with the kinds added, made on first request.
 type customOpenAPI struct {
 	v3    map[string][]byte
 	index []byte
+	kinds []openapi.CustomKind
+
+	v2Once      sync.Once
+	v2, v2Proto []byte
+	v2Hash      string
+	v2Err       error
 }
 
-// SetCustomOpenAPI replaces the documents of the group/versions whose kinds come and go.
-func (b *Backend) SetCustomOpenAPI(byGV map[schema.GroupVersion][]byte) error {
-	c := &customOpenAPI{v3: map[string][]byte{}}
+// SetCustomOpenAPI replaces the documents of the kinds that come and go: v3 documents by
+// group/version, and the kinds for v2.
+func (b *Backend) SetCustomOpenAPI(byGV map[schema.GroupVersion][]byte, kinds []openapi.CustomKind) error {
+	c := &customOpenAPI{v3: map[string][]byte{}, kinds: kinds}
 	for gv, doc := range byGV {
 		c.v3[openapi.V3DocumentPath(gv)] = doc
 	}
@@ -120,8 +138,21 @@ func (b *Backend) SetCustomOpenAPI(byGV map[schema.GroupVersion][]byte) error {
 	return nil
 }
 
-// document answers a custom document, or the index merged with the built one's.
-func (c *customOpenAPI) document(built *openAPIDocs, path string) (*httpbody.HttpBody, bool) {
+// document answers a custom document, the index merged with the built one's, or v2 with the
+// custom kinds added.
+func (c *customOpenAPI) document(built *openAPIDocs, path, accept, query string) (*httpbody.HttpBody, bool) {
+	if path == "/openapi/v2" && len(c.kinds) > 0 && built != nil {
+		c.v2Once.Do(func() {
+			if c.v2, c.v2Err = openapi.AddCustomToV2(built.v2, c.kinds); c.v2Err == nil {
+				c.v2Proto, c.v2Err = openapi.V2Protobuf(c.v2)
+				c.v2Hash = openapi.Hash(c.v2)
+			}
+		})
+		if c.v2Err != nil {
+			return nil, false
+		}
+		return v2Document(c.v2, c.v2Proto, c.v2Hash, accept, query), true
+	}
 	if path == "/openapi/v3" && len(c.v3) > 0 {
 		indexes := [][]byte{c.index}
 		if built != nil {

@@ -82,11 +82,6 @@ func CustomResourceV3(kinds []CustomKind) ([]byte, error) {
 		for name, d := range defs {
 			all[name] = d
 		}
-		path := "/apis/" + k.GVK.Group + "/" + k.GVK.Version + "/"
-		if k.Namespaced {
-			path += "namespaces/{namespace}/"
-		}
-		path += k.Resource + "/{name}"
 		ref := spec.Schema{SchemaProps: spec.SchemaProps{Ref: b.ref(customDefinitionName(k.GVK))}}
 		get := &spec3.Operation{OperationProps: spec3.OperationProps{
 			OperationId: "read" + k.GVK.Kind,
@@ -95,7 +90,7 @@ func CustomResourceV3(kinds []CustomKind) ([]byte, error) {
 					"application/json": {MediaTypeProps: spec3.MediaTypeProps{Schema: &ref}}}}}}}},
 		}}
 		get.Extensions = spec.Extensions{"x-kubernetes-action": "get", extGVK: gvkExtension(k.GVK)}
-		paths[path] = &spec3.Path{PathProps: spec3.PathProps{Get: get}}
+		paths[customPath(k)] = &spec3.Path{PathProps: spec3.PathProps{Get: get}}
 	}
 	doc := &spec3.OpenAPI{
 		Version:    "3.0.0",
@@ -104,4 +99,81 @@ func CustomResourceV3(kinds []CustomKind) ([]byte, error) {
 		Components: &spec3.Components{Schemas: all},
 	}
 	return json.Marshal(doc)
+}
+
+// AddCustomToV2 adds custom resources to a swagger 2.0 document: their definitions (with
+// ObjectMeta) and read paths, as CustomResourceV3 does for v3.
+func AddCustomToV2(base []byte, kinds []CustomKind) ([]byte, error) {
+	var doc spec.Swagger
+	if err := json.Unmarshal(base, &doc); err != nil {
+		return nil, err
+	}
+	if doc.Definitions == nil {
+		doc.Definitions = spec.Definitions{}
+	}
+	if doc.Paths == nil {
+		doc.Paths = &spec.Paths{Paths: map[string]spec.PathItem{}}
+	}
+	b := newSchemaBuilder(false)
+	for _, k := range kinds {
+		defs, err := customDefinitions(b, k.GVK, k.Schema)
+		if err != nil {
+			return nil, err
+		}
+		for name, d := range defs {
+			if _, ok := doc.Definitions[name]; !ok {
+				doc.Definitions[name] = *d
+			}
+		}
+		ref := spec.Schema{SchemaProps: spec.SchemaProps{Ref: b.ref(customDefinitionName(k.GVK))}}
+		get := &spec.Operation{OperationProps: spec.OperationProps{ID: "read" + k.GVK.Kind,
+			Responses: &spec.Responses{ResponsesProps: spec.ResponsesProps{StatusCodeResponses: map[int]spec.Response{
+				200: {ResponseProps: spec.ResponseProps{Description: "OK", Schema: &ref}}}}}}}
+		get.Extensions = spec.Extensions{"x-kubernetes-action": "get", extGVK: gvkExtension(k.GVK)}
+		doc.Paths.Paths[customPath(k)] = spec.PathItem{PathItemProps: spec.PathItemProps{Get: get}}
+	}
+	return json.Marshal(&doc)
+}
+
+func customPath(k CustomKind) string {
+	path := "/apis/" + k.GVK.Group + "/" + k.GVK.Version + "/"
+	if k.Namespaced {
+		path += "namespaces/{namespace}/"
+	}
+	return path + k.Resource + "/{name}"
+}
+
+// MergeV2 merges swagger 2.0 documents (every service's /openapi/v2) into one: definitions and
+// paths of all, the first document's for any name two share.
+func MergeV2(docs [][]byte) ([]byte, error) {
+	var merged spec.Swagger
+	for i, data := range docs {
+		var doc spec.Swagger
+		if err := json.Unmarshal(data, &doc); err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			merged = doc
+			if merged.Definitions == nil {
+				merged.Definitions = spec.Definitions{}
+			}
+			if merged.Paths == nil {
+				merged.Paths = &spec.Paths{Paths: map[string]spec.PathItem{}}
+			}
+			continue
+		}
+		for name, d := range doc.Definitions {
+			if _, ok := merged.Definitions[name]; !ok {
+				merged.Definitions[name] = d
+			}
+		}
+		if doc.Paths != nil {
+			for p, item := range doc.Paths.Paths {
+				if _, ok := merged.Paths.Paths[p]; !ok {
+					merged.Paths.Paths[p] = item
+				}
+			}
+		}
+	}
+	return json.Marshal(&merged)
 }

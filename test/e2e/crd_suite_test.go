@@ -140,6 +140,7 @@ func crdSuiteCases() []suiteCase {
 		{name: "explain", who: a, kubectl: k("explain", "gizmo.spec.replicas"),
 			want: "GROUP:      stable.example.com\nKIND:       Gizmo\nVERSION:    v1\n\nFIELD: replicas <integer>", eventually: true},
 		{name: "explain fields", who: a, kubectl: k("explain", "gizmo.spec"), want: `re:(?m)^  tags\t<\[\]string>$`},
+		{name: "in openapi v2", who: a, kubectl: k("get", "--raw", "/openapi/v2"), want: `"com.example.stable.v1.Gizmo":{`},
 		{name: "create with defaults", who: a, file: gizmo("g1", "{tags: [a]}"), kubectl: k("apply", "-f", "{file}"),
 			want: "gizmo.stable.example.com/g1 created", eventually: true},
 		{name: "defaults applied", who: a, kubectl: kn("get", "gizmo", "g1", "-o", "jsonpath={.spec.color} {.spec.replicas}"), want: "red 1"},

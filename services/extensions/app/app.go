@@ -45,9 +45,9 @@ func Setup(b *backend.Backend) error {
 		}
 		next := registry.NewSet(append([]*registry.Resource{base}, resources...)...)
 		h.SetResources(next)
-		if docs, err := custom.OpenAPI(); err != nil {
+		if docs, kinds, err := custom.OpenAPI(); err != nil {
 			b.Log.Warn("custom resources' OpenAPI", "err", err)
-		} else if err := b.SetCustomOpenAPI(docs); err != nil {
+		} else if err := b.SetCustomOpenAPI(docs, kinds); err != nil {
 			b.Log.Warn("custom resources' OpenAPI", "err", err)
 		}
 		b.SetServed(next.Served())

@@ -107,22 +107,24 @@ func newCustomSchema(v apiextensionsv1.CustomResourceDefinitionVersion) (*custom
 }
 
 // OpenAPI is the OpenAPI v3 document of each group/version of the custom resources last
-// returned by Of.
-func (c *CustomResources) OpenAPI() (map[schema.GroupVersion][]byte, error) {
+// returned by Of, and their kinds (for v2).
+func (c *CustomResources) OpenAPI() (map[schema.GroupVersion][]byte, []openapi.CustomKind, error) {
 	byGV := map[schema.GroupVersion][]openapi.CustomKind{}
+	var all []openapi.CustomKind
 	for _, cv := range c.byKey {
 		gv := cv.openapi.GVK.GroupVersion()
 		byGV[gv] = append(byGV[gv], cv.openapi)
+		all = append(all, cv.openapi)
 	}
 	out := map[schema.GroupVersion][]byte{}
 	for gv, kinds := range byGV {
 		doc, err := openapi.CustomResourceV3(kinds)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out[gv] = doc
 	}
-	return out, nil
+	return out, all, nil
 }
 
 func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion) (customResourceVersion, error) {

@@ -4,10 +4,13 @@
 package discovery
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
@@ -22,6 +25,7 @@ import (
 // Documents serves discovery and OpenAPI documents through the chain.
 type Documents struct {
 	rt *routing.Router
+	v2 atomic.Pointer[mergedV2]
 }
 
 // NewDocuments asks the backends through rt.
@@ -38,6 +42,9 @@ func (d *Documents) Serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/openapi/v3":
 		d.serveOpenAPIIndex(ctx, w, req)
+		return
+	case "/openapi/v2":
+		d.serveOpenAPIV2(ctx, w, req)
 		return
 	}
 	gv := documentGroupVersion(r.URL.Path)
@@ -139,6 +146,47 @@ func (d *Documents) serveOpenAPIIndex(ctx context.Context, w http.ResponseWriter
 		return
 	}
 	proxy.WriteBody(w, http.StatusOK, &resourcev1.Body{ContentType: "application/json", Data: data})
+}
+
+// mergedV2 is the last merged /openapi/v2, under the hashes of the documents it was made of.
+type mergedV2 struct {
+	key         string
+	json, proto []byte
+	protoOnce   sync.Once
+	protoErr    error
+}
+
+// serveOpenAPIV2 merges every service's swagger 2.0 document (core's kinds, the CRD kind and
+// custom resources from extensions). The services' hashes are asked first: the merge is made
+// again only when one changed, so a kubectl apply (which reads v2) costs three small calls.
+func (d *Documents) serveOpenAPIV2(ctx context.Context, w http.ResponseWriter, req *discoveryv1.GetDocumentRequest) {
+	hashReq := &discoveryv1.GetDocumentRequest{Path: "/openapi/v2", Accept: "application/json", Query: "hash"}
+	key := string(bytes.Join(d.fromEachService(ctx, hashReq), []byte{0}))
+	m := d.v2.Load()
+	if m == nil || m.key != key || key == "" {
+		docs := d.fromEachService(ctx, &discoveryv1.GetDocumentRequest{Path: "/openapi/v2", Accept: "application/json"})
+		if len(docs) == 0 {
+			proxy.WriteError(w, routing.ErrChainIncomplete)
+			return
+		}
+		data, err := openapi.MergeV2(docs)
+		if err != nil {
+			proxy.WriteError(w, err)
+			return
+		}
+		m = &mergedV2{key: key, json: data}
+		d.v2.Store(m)
+	}
+	if strings.Contains(req.GetAccept(), "protobuf") {
+		m.protoOnce.Do(func() { m.proto, m.protoErr = openapi.V2Protobuf(m.json) })
+		if m.protoErr != nil {
+			proxy.WriteError(w, m.protoErr)
+			return
+		}
+		proxy.WriteBody(w, http.StatusOK, &resourcev1.Body{ContentType: openapi.V2ProtobufContentType, Data: m.proto})
+		return
+	}
+	proxy.WriteBody(w, http.StatusOK, &resourcev1.Body{ContentType: "application/json", Data: m.json})
 }
 
 // fromEachService asks one ready instance of every service, in chain order, for the
