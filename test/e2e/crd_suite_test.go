@@ -5,7 +5,7 @@ import "testing"
 // The CRD suite: kubectl cases on CustomResourceDefinitions and their custom resources
 // (Established, discovery, defaulting, pruning, printer columns, enum and CEL validation,
 // strict field validation, scale and status subresources, selectors, server-side apply with
-// the schema's list types, explain, deletion), run in order; every expectation was checked against kube-apiserver 1.37.2
+// the schema's list types, watch, explain, deletion), run in order; every expectation was checked against kube-apiserver 1.37.2
 // (APICHAIN_SUITE_KUBE runs them there too).
 func TestCRDSuite(t *testing.T) {
 	runSuiteOnBoth(t, crdSuiteCases(), 30)
@@ -159,6 +159,8 @@ func crdSuiteCases() []suiteCase {
 		{name: "list type set", who: a, file: gizmo("g3", "{tags: [a, a]}"), kubectl: k("apply", "-f", "{file}"), fail: true,
 			want: `spec.tags[1]: Duplicate value: "a"`},
 		{name: "printer columns", who: a, kubectl: kn("get", "gizmos"), want: "re:(?m)^NAME\\s+COLOR\\s+REPLICAS\\s+AGE\\n(g1\\s+red\\s+1\\s+\\S+\\n)(g2\\s+blue\\s+1\\s+\\S+)$"},
+		{name: "watch", who: a, kubectl: kn("get", "gizmos", "-w", "--output-watch-events", "--request-timeout=2s"),
+			want: "re:(?m)^EVENT\\s+NAME\\s+COLOR\\s+REPLICAS\\s+AGE\\nADDED\\s+g1\\s+red\\s+1\\s+\\S+$"},
 		{name: "short name", who: a, kubectl: kn("get", "gz", "-o", "name"), want: "gizmo.stable.example.com/g1\ngizmo.stable.example.com/g2"},
 		{name: "category all", who: a, kubectl: kn("get", "all"), want: "re:(?m)^gizmo.stable.example.com/g1\\s+red\\s+1\\s+\\S+$"},
 		{name: "scale", who: a, kubectl: kn("scale", "gizmo", "g1", "--replicas=3"), want: "gizmo.stable.example.com/g1 scaled"},
