@@ -61,8 +61,9 @@ type Resource struct {
 	ValidateDelete func(name string) error
 	// PrepareForCreate defaults and clears fields a client may not set.
 	PrepareForCreate func(obj runtime.Object)
-	// PrepareForUpdate adjusts an update of the main resource after the generic merge (status
-	// kept, generation bumped): a CRD records its new storage version.
+	// PrepareForUpdate adjusts an update of the main resource or its status after the generic
+	// merge (status kept or taken, generation bumped): a CRD records its new storage version, a
+	// custom resource is pruned and defaulted.
 	PrepareForUpdate func(obj, old runtime.Object)
 	// FieldLabels returns the kind-specific field selector values (metadata.name and, for
 	// namespaced kinds, metadata.namespace are always there).

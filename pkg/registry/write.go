@@ -352,7 +352,7 @@ func (h *Handler) merge(r *Resource, ref *resourcev1.ResourceRef, current, chang
 		nacc.SetGenerateName(oldAcc.GetGenerateName())
 	}
 	bumpGeneration(r, next, current)
-	if ref.GetSubresource() == "" && r.PrepareForUpdate != nil {
+	if sub := ref.GetSubresource(); (sub == "" || sub == "status") && r.PrepareForUpdate != nil {
 		r.PrepareForUpdate(next, current)
 	}
 	return next, requestedRV, nil

@@ -170,6 +170,8 @@ func crdSuiteCases() []suiteCase {
 			want: "gizmo.stable.example.com/g1 patched (no change)"},
 		{name: "status subresource", who: a, kubectl: kn("patch", "gizmo", "g1", "--subresource=status", "--type=merge", "-p", `{"status":{"replicas":2}}`),
 			want: "gizmo.stable.example.com/g1 patched"},
+		{name: "status pruned", who: a, kubectl: kn("patch", "gizmo", "g1", "--subresource=status", "--type=merge", "-p", `{"status":{"bogus":1}}`),
+			want: "gizmo.stable.example.com/g1 patched (no change)"},
 		{name: "status written", who: a, kubectl: kn("get", "gizmo", "g1", "-o", "jsonpath={.status.replicas} {.metadata.generation}"), want: "2 2"},
 		{name: "field selector", who: a, kubectl: kn("get", "gizmos", "--field-selector", "spec.color=blue", "-o", "name"),
 			want: "gizmo.stable.example.com/g2"},
