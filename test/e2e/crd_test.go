@@ -426,3 +426,36 @@ func TestCustomResourceDynamicInformer(t *testing.T) {
 		return seen["live"] == 2 && seen["pre-00"] == 7 && !gone
 	}, 10*time.Second, 20*time.Millisecond, "the informer follows creates, updates and deletes")
 }
+
+// A custom resource held by its own finalizer holds its CRD's deletion: the CRD is
+// Terminating, new custom resources are refused with kube's 405, and once the finalizer goes
+// both are gone.
+func TestCRDDeletionWaitsForCustomResources(t *testing.T) {
+	c, _ := startAllInOne(t)
+	k := kc{t: t, kubeconfig: filepath.Join(c.data, "admin.kubeconfig")}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "crd.yaml"), widgetCRD)
+	writeFile(t, filepath.Join(dir, "held.yaml"), "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: held, namespace: w, finalizers: [example.com/hold]}\nspec: {size: 1}\n")
+	writeFile(t, filepath.Join(dir, "late.yaml"), "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: late, namespace: w}\nspec: {size: 1}\n")
+	k.run("create", "namespace", "w")
+	k.run("create", "-f", filepath.Join(dir, "crd.yaml"))
+	k.run("wait", "--for=condition=Established", "--timeout=10s", "crd/widgets.example.com")
+	require.Eventually(t, func() bool {
+		_, err := kubectl(t, k.kubeconfig, "create", "-f", filepath.Join(dir, "held.yaml"))
+		return err == nil
+	}, 5*time.Second, 20*time.Millisecond)
+
+	k.run("delete", "crd", "widgets.example.com", "--wait=false")
+	require.Eventually(t, func() bool {
+		out, _ := kubectl(t, k.kubeconfig, "get", "crd", "widgets.example.com", "-o",
+			`jsonpath={.status.conditions[?(@.type=="Terminating")].status}/{.status.conditions[?(@.type=="Terminating")].reason}`)
+		return out == "True/InstanceDeletionCheck"
+	}, 10*time.Second, 20*time.Millisecond, "Terminating while a custom resource holds on")
+	assert.Contains(t, k.fails("create", "-f", filepath.Join(dir, "late.yaml")), "create not allowed while custom resource definition is terminating")
+
+	k.run("patch", "widget", "held", "-n", "w", "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+	require.Eventually(t, func() bool {
+		out, err := kubectl(t, k.kubeconfig, "get", "crd", "widgets.example.com")
+		return err != nil && strings.Contains(out, "NotFound")
+	}, 10*time.Second, 20*time.Millisecond, "the CRD goes once its last custom resource is gone")
+}
