@@ -29,9 +29,13 @@ func finalize(ctx context.Context, client *registry.Client, r *registry.Resource
 	if err := terminating(apiextensionsv1.ConditionTrue, "InstanceDeletionInProgress", "CustomResource deletion is in progress"); err != nil {
 		return err
 	}
-	done := func() error { return terminating(apiextensionsv1.ConditionFalse, "InstanceDeletionCompleted", "removed all instances") }
+	done := func() error {
+		return terminating(apiextensionsv1.ConditionFalse, "InstanceDeletionCompleted", "removed all instances")
+	}
 	if !IsEstablished(crd) {
-		done = func() error { return terminating(apiextensionsv1.ConditionFalse, "NeverEstablished", "resource was never established") }
+		done = func() error {
+			return terminating(apiextensionsv1.ConditionFalse, "NeverEstablished", "resource was never established")
+		}
 	} else if remaining, err := deleteInstances(ctx, client, crd); err != nil {
 		_ = terminating(apiextensionsv1.ConditionTrue, "InstanceDeletionFailed", fmt.Sprintf("could not issue all deletes: %v", err))
 		return err
