@@ -67,7 +67,12 @@ func (h *Handler) encodeStored(r *Resource, obj runtime.Object) ([]byte, error) 
 	rv := acc.GetResourceVersion()
 	acc.SetResourceVersion("")
 	defer acc.SetResourceVersion(rv)
-	obj.GetObjectKind().SetGroupVersionKind(r.GroupVersion.WithKind(r.Kind))
+	gv := r.GroupVersion
+	if !r.StoredAs.Empty() {
+		gv = r.StoredAs
+		defer obj.GetObjectKind().SetGroupVersionKind(r.GroupVersion.WithKind(r.Kind))
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gv.WithKind(r.Kind))
 	return json.Marshal(obj)
 }
 

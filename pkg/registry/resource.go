@@ -43,6 +43,9 @@ type Resource struct {
 	// ValidateCreate checks rules that apply on create only (a kind whose update rules differ,
 	// as a CRD's ratchet).
 	ValidateCreate func(obj runtime.Object) field.ErrorList
+	// StoredAs is the group/version objects are stored in when it is not the resource's own (a
+	// custom resource served in several versions is stored in its CRD's storage version).
+	StoredAs schema.GroupVersion
 	// TypeConverter types a custom resource's objects for server-side apply (from its
 	// schema); without one they are typed by their content.
 	TypeConverter managedfields.TypeConverter

@@ -127,3 +127,20 @@ func TestUnstructuredResource(t *testing.T) {
 		Body: &resourcev1.Body{ContentType: MediaProtobuf, Data: []byte("k8s\x00")}})
 	assert.EqualValues(t, http.StatusUnsupportedMediaType, kubeStatus(t, err).Code)
 }
+
+// A custom resource served in another version than its CRD's storage version is stored in the
+// storage version, and the object keeps its own.
+func TestStoredAs(t *testing.T) {
+	v2 := schema.GroupVersionKind{Group: "example.com", Version: "v2", Kind: "Widget"}
+	r := &Resource{GroupVersion: v2.GroupVersion(), Name: "widgets", Kind: "Widget", Namespaced: true,
+		New: NewUnstructured(v2), NewList: NewUnstructuredList(v2), StoredAs: widgetGVK.GroupVersion()}
+	obj := r.New().(*unstructured.Unstructured)
+	obj.SetName("w")
+	data, err := testH.encodeStored(r, obj)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"apiVersion":"example.com/v1"`)
+	assert.Equal(t, "example.com/v2", obj.GetAPIVersion())
+	back, err := testH.decodeStored(r, data, 7)
+	require.NoError(t, err)
+	assert.Equal(t, "example.com/v2", back.(*unstructured.Unstructured).GetAPIVersion(), "read in the served version")
+}

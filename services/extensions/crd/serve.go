@@ -145,6 +145,11 @@ func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensio
 		ValidateCreate:   func(o runtime.Object) field.ErrorList { return cs.validate(o, nil) },
 		ValidateUpdate:   cs.validate,
 	}
+	for _, sv := range crd.Spec.Versions {
+		if sv.Storage && sv.Name != v.Name {
+			r.StoredAs = schema.GroupVersion{Group: crd.Spec.Group, Version: sv.Name}
+		}
+	}
 	if v.Subresources != nil && v.Subresources.Status != nil {
 		r.Subresources = append(r.Subresources, "status")
 	}
