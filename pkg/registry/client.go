@@ -138,14 +138,19 @@ func objectRef(r *Resource, namespace, name string) *resourcev1.ResourceRef {
 }
 
 // Reconcile runs pass now, after every write to r's objects, and every resync, until ctx
-// ends: the loop of a controller that recomputes what it owns from what is stored.
-func (c *Client) Reconcile(ctx context.Context, r *Resource, resync time.Duration, pass func(context.Context)) {
+// ends: the loop of a controller that recomputes what it owns from what is stored. A pass that
+// fails (etcd not ready yet at startup) runs again within a second, not at the next write.
+func (c *Client) Reconcile(ctx context.Context, r *Resource, resync time.Duration, pass func(context.Context) error) {
 	changes := c.Watch(ctx, r)
 	t := time.NewTicker(resync)
 	defer t.Stop()
 	for {
-		pass(ctx)
+		var again <-chan time.Time // nil: no retry
+		if err := pass(ctx); err != nil {
+			again = time.After(time.Second)
+		}
 		select {
+		case <-again:
 		case <-ctx.Done():
 			return
 		case _, ok := <-changes:

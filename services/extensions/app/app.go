@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
@@ -38,7 +39,10 @@ func Setup(b *backend.Backend) error {
 	client := registry.NewClient(h)
 	// Custom resources are served as their CRDs are established, and go with them.
 	custom := &crd.CustomResources{}
+	synced := make(chan struct{})
+	var once sync.Once
 	serve := func(crds []*apiextensionsv1.CustomResourceDefinition) {
+		defer once.Do(func() { close(synced) })
 		resources, changed := custom.Of(crds, b.Log)
 		if !changed {
 			return
@@ -55,6 +59,18 @@ func Setup(b *backend.Backend) error {
 	if err := b.Server.AddPostStartHook("start-apiextensions-controllers", func(ctx context.Context) error {
 		go crd.RunController(ctx, client, b.Log, 5*time.Minute, serve)
 		return nil
+	}); err != nil {
+		return err
+	}
+	// As kube's: not ready before the established CRDs' resources are served (and announced),
+	// so a restarted replica takes no custom resource request it would not know.
+	if err := b.Server.AddPostStartHook("crd-informer-synced", func(ctx context.Context) error {
+		select {
+		case <-synced:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}); err != nil {
 		return err
 	}

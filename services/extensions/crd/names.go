@@ -28,15 +28,16 @@ func RunController(ctx context.Context, client *registry.Client, log *slog.Logge
 	if !ok {
 		return
 	}
-	client.Reconcile(ctx, r, resync, func(ctx context.Context) {
+	client.Reconcile(ctx, r, resync, func(ctx context.Context) error {
 		crds, err := reconcile(ctx, client, r)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Warn("CRD controller", "err", err)
 			}
-			return
+			return err
 		}
 		established(crds)
+		return nil
 	})
 }
 
