@@ -190,7 +190,7 @@ func TestComposeStack(t *testing.T) {
 		crd := filepath.Join(t.TempDir(), "crd.yaml")
 		writeFile(t, crd, widgetCRD)
 		s.kubectl("create", "-f", crd)
-		s.kubectl("wait", "--for=condition=Established", "--timeout=30s", "crd/widgets.example.com")
+		waitEstablished(t, filepath.Join(s.dir, "admin.kubeconfig"), "widgets.example.com", "--server", fmt.Sprintf("https://127.0.0.1:%d", s.port))
 		widgets := dynamic.NewForConfigOrDie(cfg).Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}).Namespace("compose")
 		target := loadTarget{
 			create: func(ctx context.Context, name string) error {

@@ -30,9 +30,7 @@ func BenchmarkCreateCustomResourceVsConfigMap(b *testing.B) {
 	if out, err := kubectl(b, filepath.Join(c.data, "admin.kubeconfig"), "create", "-f", crd); err != nil {
 		b.Fatal(out)
 	}
-	if out, err := kubectl(b, filepath.Join(c.data, "admin.kubeconfig"), "wait", "--for=condition=Established", "crd/widgets.example.com"); err != nil {
-		b.Fatal(out)
-	}
+	waitEstablished(b, filepath.Join(c.data, "admin.kubeconfig"), "widgets.example.com")
 	cfg := *c.config
 	cfg.QPS, cfg.Burst = -1, 0
 	cs := kubernetes.NewForConfigOrDie(&cfg)

@@ -59,7 +59,7 @@ func TestKubectlCRDs(t *testing.T) {
 	out := k.run("api-resources", "--api-group=apiextensions.k8s.io")
 	assert.Regexp(t, `(?m)^customresourcedefinitions\s+crd,crds\s+apiextensions.k8s.io/v1\s+false\s+CustomResourceDefinition$`, out)
 	assert.Contains(t, k.run("create", "-f", file("widgets.yaml", widgetCRD)), "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created")
-	k.run("wait", "--for=condition=Established", "--timeout=10s", "crd/widgets.example.com")
+	waitEstablished(t, k.kubeconfig, "widgets.example.com")
 	out = k.run("get", "crd", "widgets.example.com", "-o", "wide")
 	assert.Regexp(t, `(?m)^NAME\s+SCOPE\s+VERSIONS\s+CREATED AT\s+GROUP\s+KIND\s+SHORTNAMES\s+ESTABLISHED$`, out)
 	assert.Regexp(t, `(?m)^widgets.example.com\s+Namespaced\s+v1\(storage\)\s+\d{4}-\d\d-\d\dT\S+Z\s+example.com\s+Widget\s+wd\s+true$`, out)
@@ -219,7 +219,7 @@ func TestCustomResources(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	}, 5*time.Second, 20*time.Millisecond, "the API goes with its CRD")
 	k.run("create", "-f", filepath.Join(dir, "widgets.yaml"))
-	k.run("wait", "--for=condition=Established", "--timeout=10s", "crd/widgets.example.com")
+	waitEstablished(t, k.kubeconfig, "widgets.example.com")
 	require.Eventually(t, func() bool {
 		list, err := dyn.Resource(widgets).Namespace("w").List(ctx, metav1.ListOptions{})
 		return err == nil && len(list.Items) == 0
@@ -268,7 +268,7 @@ spec:
 	writeFile(t, crFile, "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g1, namespace: w}\nspec: {size: 3}\n")
 	k.run("create", "namespace", "w")
 	k.run("create", "-f", crdFile)
-	k.run("wait", "--for=condition=Established", "--timeout=10s", "crd/gadgets.example.com")
+	waitEstablished(t, k.kubeconfig, "gadgets.example.com")
 	require.Eventually(t, func() bool { _, err := kubectl(t, k.kubeconfig, "apply", "-f", crFile); return err == nil }, 5*time.Second, 20*time.Millisecond)
 
 	out := k.run("get", "gadgets", "-n", "w", "-o", "wide")
@@ -336,7 +336,7 @@ spec: {replicas: 1, color: blue}
 `)
 	k.run("create", "namespace", "w")
 	k.run("create", "-f", crdFile)
-	k.run("wait", "--for=condition=Established", "--timeout=10s", "crd/pools.example.com")
+	waitEstablished(t, k.kubeconfig, "pools.example.com")
 	require.Eventually(t, func() bool { _, err := kubectl(t, k.kubeconfig, "apply", "-f", crFile); return err == nil }, 5*time.Second, 20*time.Millisecond)
 
 	assert.Contains(t, k.run("scale", "pool", "p1", "-n", "w", "--replicas=4"), "pool.example.com/p1 scaled")
@@ -358,7 +358,7 @@ func TestCustomResourceDynamicInformer(t *testing.T) {
 	writeFile(t, crd, widgetCRD)
 	k.run("create", "namespace", "w")
 	k.run("create", "-f", crd)
-	k.run("wait", "--for=condition=Established", "--timeout=10s", "crd/widgets.example.com")
+	waitEstablished(t, k.kubeconfig, "widgets.example.com")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dyn := dynamic.NewForConfigOrDie(c.config)
@@ -439,7 +439,7 @@ func TestCRDDeletionWaitsForCustomResources(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "late.yaml"), "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: late, namespace: w}\nspec: {size: 1}\n")
 	k.run("create", "namespace", "w")
 	k.run("create", "-f", filepath.Join(dir, "crd.yaml"))
-	k.run("wait", "--for=condition=Established", "--timeout=10s", "crd/widgets.example.com")
+	waitEstablished(t, k.kubeconfig, "widgets.example.com")
 	require.Eventually(t, func() bool {
 		_, err := kubectl(t, k.kubeconfig, "create", "-f", filepath.Join(dir, "held.yaml"))
 		return err == nil

@@ -191,3 +191,17 @@ func TestKubectlCoreResources(t *testing.T) {
 	assert.NotContains(t, out, "c1")
 	k.fails("get", "ns", "demo")
 }
+
+// waitEstablished waits for a CRD's Established condition with kubectl wait, which fails
+// instead of waiting while the new CRD's status.conditions is still null (as on kube, whose
+// create response has "conditions": null too); flags go before the subcommand (--server).
+func waitEstablished(t testing.TB, kubeconfig, crd string, flags ...string) {
+	t.Helper()
+	args := append(flags, "wait", "--for=condition=Established", "--timeout=30s", "crd/"+crd)
+	var out string
+	require.Eventually(t, func() bool {
+		var err error
+		out, err = kubectl(t, kubeconfig, args...)
+		return err == nil
+	}, time.Minute, 50*time.Millisecond, "kubectl %s:\n%s", strings.Join(args, " "), &out)
+}
