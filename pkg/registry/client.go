@@ -7,6 +7,7 @@ import (
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -49,6 +50,16 @@ func (c *Client) List(ctx context.Context, r *Resource, namespace, fieldSelector
 		return nil, err
 	}
 	return res.items, nil
+}
+
+// Get reads one object, from the watch cache when it has it (any version is fine) and from
+// etcd when it does not (yet). The object is shared: read it, do not change it.
+func (c *Client) Get(ctx context.Context, r *Resource, namespace, name string) (runtime.Object, error) {
+	obj, err := c.h.get(ctx, r, namespace, name, "0")
+	if apierrors.IsNotFound(err) {
+		obj, err = c.h.get(ctx, r, namespace, name, "")
+	}
+	return obj, err
 }
 
 // Create creates obj in namespace as a POST does (defaulting, validation, field managers).

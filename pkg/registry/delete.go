@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
 	"sigs.k8s.io/yaml"
 )
 
@@ -89,6 +90,11 @@ func (h *Handler) delete(ctx context.Context, r *Resource, ref *resourcev1.Resou
 			return nil, false, err
 		}
 	}
+	// As kube: mutating admission of a delete sees no object, validating admission the
+	// current one.
+	if _, err := h.admit(ctx, h.attributes(ctx, r, admission.Delete, "", nil, nil, ref.GetNamespace(), ref.GetName(), dryRun, opts)); err != nil {
+		return nil, false, err
+	}
 	pre := opts.Preconditions
 	for attempt := 0; ; attempt++ {
 		kv, _, err := h.store.Get(ctx, key(r, ref.GetNamespace(), ref.GetName()), 0)
@@ -109,6 +115,9 @@ func (h *Handler) delete(ctx context.Context, r *Resource, ref *resourcev1.Resou
 				return nil, false, apierrors.NewConflict(r.GroupResource(), ref.GetName(),
 					fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *pre.ResourceVersion, acc.GetResourceVersion()))
 			}
+		}
+		if err := h.validateAdmission(ctx, h.attributes(ctx, r, admission.Delete, "", nil, current.DeepCopyObject(), ref.GetNamespace(), ref.GetName(), dryRun, opts)); err != nil {
+			return nil, false, err
 		}
 		// Orphan and Foreground propagation hold the owner with a finalizer the garbage
 		// collector removes once the dependents are orphaned or gone (kube's semantics).

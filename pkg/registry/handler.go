@@ -26,6 +26,8 @@ type Handler struct {
 
 	caches atomic.Pointer[caches]
 
+	admission Admission
+
 	fmOnce sync.Once
 	fm     *fieldManagers
 	fmErr  error

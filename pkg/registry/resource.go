@@ -91,6 +91,17 @@ type Resource struct {
 	// HasSpec tells whether the kind has a spec, so generation bumps on spec changes and the
 	// status subresource updates only status.
 	HasSpec bool
+	// SpecField is the field whose changes bump generation when it is not Spec (a webhook
+	// configuration's Webhooks).
+	SpecField string
+}
+
+// specField is the field whose changes bump generation.
+func (r *Resource) specField() string {
+	if r.SpecField != "" {
+		return r.SpecField
+	}
+	return "Spec"
 }
 
 // GroupVersionResource names the resource.

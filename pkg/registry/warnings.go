@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc/metadata"
 )
 
-// addWarnings sends warnings with the response of the current gRPC call (nothing outside one).
-func addWarnings(ctx context.Context, warnings ...string) {
+// AddWarnings sends warnings with the response of the current gRPC call (nothing outside one).
+func AddWarnings(ctx context.Context, warnings ...string) {
 	if len(warnings) == 0 {
 		return
 	}

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apiserver/pkg/admission"
 	"sigs.k8s.io/yaml"
 )
 
@@ -38,7 +39,7 @@ func (h *Handler) decodeBody(ctx context.Context, r *Resource, body *resourcev1.
 		probe := r.New()
 		if err := h.scheme.decode(body.GetData(), body.GetContentType(), probe, gvk, true); err != nil {
 			if warnings := strictWarnings(err); len(warnings) > 0 {
-				addWarnings(ctx, warnings...)
+				AddWarnings(ctx, warnings...)
 			}
 		}
 	}
@@ -46,7 +47,7 @@ func (h *Handler) decodeBody(ctx context.Context, r *Resource, body *resourcev1.
 		return err
 	}
 	warnings, err := unknownFields(r, into, fv)
-	addWarnings(ctx, warnings...)
+	AddWarnings(ctx, warnings...)
 	return err
 }
 
@@ -122,6 +123,12 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 	} else {
 		acc.SetNamespace("")
 	}
+	if obj, err = h.admit(ctx, h.attributes(ctx, r, admission.Create, "", obj, nil, acc.GetNamespace(), acc.GetName(), dryRun, nil)); err != nil {
+		return nil, err
+	}
+	if acc, err = meta.Accessor(obj); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
 	applied := isApplied(ctx)
 	managed := acc.GetManagedFields()
 	h.prepareCreate(r, acc, obj)
@@ -140,6 +147,9 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 	}
 	if errs := h.validateCreate(r, acc, obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(r.GroupVersion.WithKind(r.Kind).GroupKind(), acc.GetName(), errs)
+	}
+	if err := h.validateAdmission(ctx, h.attributes(ctx, r, admission.Create, "", obj, nil, acc.GetNamespace(), acc.GetName(), dryRun, nil)); err != nil {
+		return nil, err
 	}
 	if dryRun {
 		return obj, nil
@@ -241,6 +251,9 @@ func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.Resou
 		if err != nil {
 			return nil, err
 		}
+		if changed, err = h.admit(ctx, h.updateAttributes(ctx, r, ref, changed, current, dryRun)); err != nil {
+			return nil, err
+		}
 		next, requestedRV, err := h.merge(r, ref, current, changed)
 		if err != nil {
 			return nil, err
@@ -262,6 +275,9 @@ func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.Resou
 		}
 		if errs := h.validateUpdate(r, acc, oldAcc, next, current); len(errs) > 0 {
 			return nil, apierrors.NewInvalid(r.GroupVersion.WithKind(r.Kind).GroupKind(), ref.GetName(), errs)
+		}
+		if err := h.validateAdmission(ctx, h.updateAttributes(ctx, r, ref, next, current, dryRun)); err != nil {
+			return nil, err
 		}
 		if dryRun {
 			return next, nil
@@ -364,7 +380,7 @@ func bumpGeneration(r *Resource, next, current runtime.Object) {
 	}
 	nacc, _ := meta.Accessor(next)
 	oldAcc, _ := meta.Accessor(current)
-	changed := !fieldEqual(next, current, "Spec")
+	changed := !fieldEqual(next, current, r.specField())
 	if !changed && nacc.GetDeletionTimestamp() != nil && oldAcc.GetDeletionTimestamp() == nil {
 		changed = true
 	}
@@ -468,7 +484,7 @@ func (h *Handler) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*res
 	if err != nil {
 		return nil, toGRPC(err)
 	}
-	addWarnings(ctx, warnings...)
+	AddWarnings(ctx, warnings...)
 	resp, err := h.writeResponse(r, sub, out, req.GetEncoding())
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
+	"github.com/apichain/apichain/pkg/admission"
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/pkg/controller/clusterroleaggregation"
 	"github.com/apichain/apichain/pkg/controller/garbagecollector"
@@ -40,6 +41,9 @@ func Setup(b *backend.Backend) error {
 	b.SetResources(h)
 	client := registry.NewClient(h) // what the controllers read and write through
 	escalation.Policy = builtin.PolicyFrom(client)
+	if err := admission.Install(b, h, client); err != nil {
+		return err
+	}
 	if err := b.Server.AddPostStartHook("start-system-namespaces-controller", func(ctx context.Context) error {
 		if err := storage.WaitReady(ctx, b.Etcd); err != nil {
 			return err

@@ -5,7 +5,9 @@ package builtin
 import (
 	"strings"
 
+	"github.com/apichain/apichain/pkg/admission"
 	"github.com/apichain/apichain/pkg/registry"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -20,7 +22,7 @@ import (
 
 // NewScheme is core's type registry: the k8s.io/api groups it serves.
 func NewScheme() (*registry.Scheme, error) {
-	return registry.NewScheme(corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
+	return registry.NewScheme(admissionregistrationv1.AddToScheme, corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
 		authenticationv1.AddToScheme, authorizationv1.AddToScheme, autoscalingv1.AddToScheme, rbacv1.AddToScheme)
 }
 
@@ -99,6 +101,8 @@ func Resources(esc *Escalation) []*registry.Resource {
 		{GroupVersion: rbac, Name: "roles", SingularName: "role", Kind: "Role", Namespaced: true,
 			ValidateName: rbacName, New: obj[rbacv1.Role](), NewList: obj[rbacv1.RoleList](),
 			Validate: validateRole, AuthorizeWrite: esc.role, Columns: roleColumns, Cells: roleCells},
+		admission.MutatingWebhookConfigurations(),
+		admission.ValidatingWebhookConfigurations(),
 		{GroupVersion: coordinationv1.SchemeGroupVersion, Name: "leases", SingularName: "lease", Kind: "Lease", Namespaced: true,
 			HasSpec: true, New: obj[coordinationv1.Lease](), NewList: obj[coordinationv1.LeaseList](),
 			Columns: leaseColumns, Cells: leaseCells},

@@ -119,14 +119,16 @@ func TestGatewayLinksNoEtcd(t *testing.T) {
 // The server machinery is apichain's own: no binary links kube's generic server, handlers,
 // registry or storage, the kube-aggregator, k8s.io/kubernetes or the apiextensions server.
 // kube's leaf libraries are fine, with what they bring: the audit types and policy bring the
-// request-context helpers of pkg/endpoints/request, and the CRD validation brings
-// pkg/server/egressselector (a dialer, for webhook URLs) and apiextensions' schema packages.
+// request-context helpers of pkg/endpoints/request, the CRD validation brings
+// pkg/server/egressselector (a dialer, for webhook URLs) and apiextensions' schema packages,
+// and the admission webhook packages bring pkg/endpoints/openapi (the OpenAPI definition
+// namer of kube's CEL type resolver).
 func TestNoKubeServerMachinery(t *testing.T) {
 	forbidden := []string{"k8s.io/apiserver/pkg/server", "k8s.io/apiserver/pkg/registry", "k8s.io/apiserver/pkg/storage",
 		"k8s.io/apiserver/pkg/endpoints", "k8s.io/kube-aggregator/", "k8s.io/kubernetes/",
 		"k8s.io/apiextensions-apiserver/pkg/apiserver", "k8s.io/apiextensions-apiserver/pkg/registry",
 		"k8s.io/apiextensions-apiserver/pkg/controller"}
-	allowed := []string{"k8s.io/apiserver/pkg/endpoints/request", "k8s.io/apiserver/pkg/server/egressselector",
+	allowed := []string{"k8s.io/apiserver/pkg/endpoints/request", "k8s.io/apiserver/pkg/server/egressselector", "k8s.io/apiserver/pkg/endpoints/openapi",
 		// apiextensions' schema packages: structural schema, pruning, defaulting, validation, CEL.
 		"k8s.io/apiextensions-apiserver/pkg/apiserver/schema", "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"}
 	pkgs := list(t, "-deps", "./cmd/apichain", "./services/gateway", "./services/core", "./services/extensions", "./services/aggregator")

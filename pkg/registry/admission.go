@@ -1,0 +1,102 @@
+package registry
+
+import (
+	"context"
+
+	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/user"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
+	kubeuser "k8s.io/apiserver/pkg/authentication/user"
+)
+
+// Admission is the admission chain a Handler runs on every write, as kube-apiserver's:
+// Admit (mutating admission) sees the object as the client sent it, before the kind's
+// defaults and validation, and returns the object to go on with; Validate (validating
+// admission) sees the final object after validation, just before storage. Both run for
+// dry-run requests too.
+type Admission interface {
+	Admit(ctx context.Context, a admission.Attributes) (runtime.Object, error)
+	Validate(ctx context.Context, a admission.Attributes) error
+}
+
+// SetAdmission installs the admission chain (none: every write is admitted).
+func (h *Handler) SetAdmission(a Admission) { h.admission = a }
+
+// loopbackUser is the identity of writes that did not come through the gateway (the
+// backend's own controllers), as kube's loopback client.
+var loopbackUser = &kubeuser.DefaultInfo{Name: kubeuser.APIServerUser, Groups: []string{kubeuser.SystemPrivilegedGroup, kubeuser.AllAuthenticated}}
+
+// attributes describes a write to admission. obj and old are the objects of the request's
+// (sub)resource (a Scale for the scale subresource), typed with their kind as webhooks
+// receive them; deleteOpts are a delete's options.
+func (h *Handler) attributes(ctx context.Context, r *Resource, op admission.Operation, sub string, obj, old runtime.Object,
+	namespace, name string, dryRun bool, deleteOpts *metav1.DeleteOptions) admission.Attributes {
+	kind := r.GroupVersion.WithKind(r.Kind)
+	if sub == "scale" {
+		kind = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
+	}
+	for _, o := range []runtime.Object{obj, old} {
+		if o != nil {
+			o.GetObjectKind().SetGroupVersionKind(kind)
+		}
+	}
+	var info kubeuser.Info = loopbackUser
+	if u, ok := user.From(ctx); ok {
+		info = &kubeuser.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
+	}
+	var dry []string
+	if dryRun {
+		dry = []string{metav1.DryRunAll}
+	}
+	var opts runtime.Object
+	switch op {
+	case admission.Create:
+		opts = &metav1.CreateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "CreateOptions"}, DryRun: dry, FieldManager: managerFrom(ctx)}
+	case admission.Update:
+		opts = &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "UpdateOptions"}, DryRun: dry, FieldManager: managerFrom(ctx)}
+	case admission.Delete:
+		d := deleteOpts.DeepCopy()
+		if d == nil {
+			d = &metav1.DeleteOptions{}
+		}
+		d.APIVersion, d.Kind = "meta.k8s.io/v1", "DeleteOptions"
+		opts = d
+	}
+	return admission.NewAttributesRecord(obj, old, kind, namespace, name, r.GroupVersionResource(), sub, op, opts, dryRun, info)
+}
+
+// admit runs mutating admission on a write (nothing without a chain).
+func (h *Handler) admit(ctx context.Context, a admission.Attributes) (runtime.Object, error) {
+	if h.admission == nil {
+		return a.GetObject(), nil
+	}
+	return h.admission.Admit(ctx, a)
+}
+
+// validateAdmission runs validating admission on a write (nothing without a chain).
+func (h *Handler) validateAdmission(ctx context.Context, a admission.Attributes) error {
+	if h.admission == nil {
+		return nil
+	}
+	return h.admission.Validate(ctx, a)
+}
+
+// updateAttributes describes an update of ref's object from old to obj (full objects; a scale
+// update is admitted as the Scales of both).
+func (h *Handler) updateAttributes(ctx context.Context, r *Resource, ref *resourcev1.ResourceRef, obj, old runtime.Object, dryRun bool) admission.Attributes {
+	sub := ref.GetSubresource()
+	if sub == "scale" {
+		if _, ok := obj.(*autoscalingv1.Scale); !ok {
+			if sc, err := toScale(r, obj); err == nil {
+				obj = sc
+			}
+		}
+		if sc, err := toScale(r, old); err == nil {
+			old = sc
+		}
+	}
+	return h.attributes(ctx, r, admission.Update, sub, obj, old, ref.GetNamespace(), ref.GetName(), dryRun, nil)
+}

@@ -1,0 +1,195 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Webhook admission with a real HTTPS webhook server and unmodified kubectl: deny, mutate,
+// mutating before validating, namespace and object selectors, what a webhook receives,
+// warnings, dry-run, a dead endpoint with Fail and with Ignore, a slow webhook cut at its
+// timeoutSeconds, malformed answers, and custom resources (admitted by extensions).
+func TestAdmissionWebhooks(t *testing.T) {
+	c, _ := startAllInOne(t)
+	k := kc{t: t, kubeconfig: filepath.Join(c.data, "admin.kubeconfig")}
+	wh := startWebhookServer(t)
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		f := filepath.Join(dir, name+".yaml")
+		writeFile(t, f, content)
+		return f
+	}
+	configMap := func(name, ns string, labels ...string) string {
+		return file("cm-"+ns+"-"+name, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: %s, labels: {%s}}\ndata: {a: b}\n",
+			name, ns, strings.Join(labels, ", ")))
+	}
+	// eventually waits (a configuration applies within a second) until kubectl args fail
+	// with want (fail) or succeed with want in the output.
+	eventually := func(fail bool, want string, args ...string) string {
+		t.Helper()
+		var out string
+		require.Eventually(t, func() bool {
+			var err error
+			out, err = kubectl(t, k.kubeconfig, args...)
+			return (err != nil) == fail && strings.Contains(out, want)
+		}, 10*time.Second, 50*time.Millisecond, "kubectl %s: want %q (failing: %v); last:\n%s", strings.Join(args, " "), want, fail, &out)
+		return out
+	}
+
+	k.run("create", "namespace", "adm")
+	k.run("label", "namespace", "adm", "webhooks=on")
+	k.run("create", "namespace", "plain")
+
+	cm := `[{operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]`
+	scoped := []string{`namespaceSelector: {matchLabels: {webhooks: "on"}}`, "objectSelector: {matchExpressions: [{key: skip, operator: DoesNotExist}]}"}
+	k.run("apply", "-f", file("mutating", "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata: {name: a-mutate}\nwebhooks:\n"+
+		webhookYAML("mutate.example.com", wh.url+"/mutate", wh.caBundle, cm, scoped...)))
+	k.run("apply", "-f", file("validating", "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: b-validate}\nwebhooks:\n"+
+		webhookYAML("deny.example.com", wh.url+"/deny", wh.caBundle, cm, scoped...)+
+		webhookYAML("require.example.com", wh.url+"/require-mutated", wh.caBundle, cm, scoped...)+
+		webhookYAML("record.example.com", wh.url+"/allow", wh.caBundle, cm, scoped...)))
+
+	t.Run("deny", func(t *testing.T) {
+		out := eventually(true, `admission webhook "deny.example.com" denied the request: label deny is set`, "create", "-f", configMap("denied", "adm", "deny: \"true\""))
+		// No code in the webhook's status: kube makes it a 400 without a reason.
+		assert.Contains(t, out, "Error from server: error when creating", out)
+		k.fails("get", "cm", "denied", "-n", "adm")
+	})
+
+	t.Run("mutating before validating, with warnings", func(t *testing.T) {
+		out := k.run("create", "-f", configMap("m1", "adm"))
+		assert.Contains(t, out, "Warning: mutated by the test webhook")
+		assert.Contains(t, out, "Warning: deny webhook looked at m1")
+		assert.Equal(t, "yes", k.run("get", "cm", "m1", "-n", "adm", "-o", "jsonpath={.metadata.labels.mutated}"))
+		// What the validating webhook received is the mutated object.
+		reviews := wh.received("/allow")
+		require.NotEmpty(t, reviews)
+		last := reviews[len(reviews)-1].Request
+		var obj corev1.ConfigMap
+		require.NoError(t, json.Unmarshal(last.Object.Raw, &obj))
+		assert.Equal(t, "yes", obj.Labels["mutated"])
+	})
+
+	t.Run("selectors", func(t *testing.T) {
+		before := len(wh.received("/mutate"))
+		k.run("create", "-f", configMap("p1", "plain", "deny: \"true\""))
+		assert.Empty(t, k.run("get", "cm", "p1", "-n", "plain", "-o", "jsonpath={.metadata.labels.mutated}"), "namespaceSelector")
+		k.run("create", "-f", configMap("s1", "adm", "skip: \"yes\"", "deny: \"true\""))
+		assert.Empty(t, k.run("get", "cm", "s1", "-n", "adm", "-o", "jsonpath={.metadata.labels.mutated}"), "objectSelector")
+		assert.Equal(t, before, len(wh.received("/mutate")), "neither was sent to the webhook")
+		// The namespace's labels decide at once.
+		k.run("label", "namespace", "plain", "webhooks=on")
+		eventually(true, "denied the request: label deny is set", "create", "-f", configMap("p2", "plain", "deny: \"true\""))
+	})
+
+	t.Run("what the webhook receives", func(t *testing.T) {
+		k.run("create", "-f", configMap("r1", "adm"))
+		k.run("label", "cm", "r1", "-n", "adm", "extra=1")
+		k.run("create", "-f", configMap("dry", "adm"), "--dry-run=server")
+		k.fails("get", "cm", "dry", "-n", "adm")
+		byName := map[string][]*admissionv1.AdmissionRequest{}
+		for _, r := range wh.received("/allow") {
+			byName[r.Request.Name] = append(byName[r.Request.Name], r.Request)
+		}
+		require.Len(t, byName["r1"], 2)
+		create, update := byName["r1"][0], byName["r1"][1]
+		assert.NotEmpty(t, create.UID)
+		assert.NotEqual(t, create.UID, update.UID)
+		assert.Equal(t, "ConfigMap", create.Kind.Kind)
+		assert.Equal(t, "v1", create.Kind.Version)
+		assert.Equal(t, "configmaps", create.Resource.Resource)
+		assert.Equal(t, create.Kind, *create.RequestKind)
+		assert.Equal(t, create.Resource, *create.RequestResource)
+		assert.Equal(t, "adm", create.Namespace)
+		assert.Equal(t, admissionv1.Create, create.Operation)
+		assert.Equal(t, admissionv1.Update, update.Operation)
+		assert.Equal(t, "kubernetes-admin", create.UserInfo.Username)
+		assert.Contains(t, create.UserInfo.Groups, "system:masters")
+		assert.Nil(t, create.OldObject.Raw, "no old object on create")
+		assert.NotNil(t, update.OldObject.Raw)
+		assert.Contains(t, string(create.Options.Raw), `"kind":"CreateOptions"`)
+		assert.Contains(t, string(update.Options.Raw), `"kind":"UpdateOptions"`)
+		assert.Contains(t, string(create.Object.Raw), `{"kind":"ConfigMap","apiVersion":"v1",`)
+		require.False(t, *create.DryRun)
+		require.Len(t, byName["dry"], 1)
+		assert.True(t, *byName["dry"][0].DryRun)
+	})
+
+	secrets := `[{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [secrets]}]`
+	inAdm := `namespaceSelector: {matchLabels: {webhooks: "on"}}`
+	dead := deadURL(t)
+	t.Run("dead endpoint: Fail, then Ignore", func(t *testing.T) {
+		k.run("apply", "-f", file("dead", "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: c-dead}\nwebhooks:\n"+
+			webhookYAML("dead.example.com", dead+"/", wh.caBundle, secrets, inAdm, "failurePolicy: Fail")))
+		out := eventually(true, `failed calling webhook "dead.example.com": failed to call webhook: Post "`+dead+`/?timeout=10s": dial tcp`,
+			"create", "secret", "generic", "s1", "-n", "adm", "--from-literal=a=b")
+		assert.Contains(t, out, "failed to create secret Internal error occurred: ")
+		assert.Contains(t, out, "connection refused")
+		// After repeated failures the webhook is not called for a while: same outcome, at once.
+		eventually(true, `failed calling webhook "dead.example.com": not called: 5 calls in a row failed`,
+			"create", "secret", "generic", "s2", "-n", "adm", "--from-literal=a=b")
+		k.run("patch", "validatingwebhookconfiguration", "c-dead", "--type=json", "-p", `[{"op":"replace","path":"/webhooks/0/failurePolicy","value":"Ignore"}]`)
+		eventually(false, "secret/s3 created", "create", "secret", "generic", "s3", "-n", "adm", "--from-literal=a=b")
+		k.run("delete", "validatingwebhookconfiguration", "c-dead")
+	})
+
+	t.Run("slow webhook cut at timeoutSeconds", func(t *testing.T) {
+		k.run("apply", "-f", file("slow", "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: d-slow}\nwebhooks:\n"+
+			webhookYAML("slow.example.com", wh.url+"/slow", wh.caBundle, secrets, inAdm, "timeoutSeconds: 1")))
+		out := eventually(true, `failed calling webhook "slow.example.com": failed to call webhook: Post "`+wh.url+`/slow?timeout=1s": context deadline exceeded`,
+			"create", "secret", "generic", "slow1", "-n", "adm", "--from-literal=a=b")
+		assert.Contains(t, out, "Internal error occurred")
+		k.run("delete", "validatingwebhookconfiguration", "d-slow")
+	})
+
+	t.Run("malformed answers", func(t *testing.T) {
+		k.run("apply", "-f", file("malformed", "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: e-malformed}\nwebhooks:\n"+
+			webhookYAML("malformed.example.com", wh.url+"/malformed", wh.caBundle, secrets, inAdm)+
+			webhookYAML("wrong-uid.example.com", wh.url+"/wrong-uid", wh.caBundle, secrets, inAdm)))
+		out := eventually(true, `failed calling webhook "`, "create", "secret", "generic", "bad1", "-n", "adm", "--from-literal=a=b")
+		// Both are called in parallel; either failure is the answer.
+		assert.Regexp(t, `failed calling webhook "malformed.example.com": failed to call webhook: |failed calling webhook "wrong-uid.example.com": received invalid webhook response: expected response.uid=`, out)
+		k.run("delete", "validatingwebhookconfiguration", "e-malformed")
+		eventually(false, "created", "create", "secret", "generic", "bad1", "-n", "adm", "--from-literal=a=b")
+	})
+
+	t.Run("custom resources, admitted by extensions", func(t *testing.T) {
+		k.run("create", "-f", file("crd", `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`))
+		waitEstablished(t, k.kubeconfig, "gadgets.example.com")
+		k.run("apply", "-f", file("gadget-hooks", "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata: {name: f-gadgets}\nwebhooks:\n"+
+			webhookYAML("mutate-gadgets.example.com", wh.url+"/mutate", wh.caBundle, `[{operations: [CREATE], apiGroups: [example.com], apiVersions: ["*"], resources: [gadgets]}]`)))
+		g := func(name string) string {
+			return file("gadget-"+name, "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: "+name+", namespace: adm}\n")
+		}
+		var out string
+		require.Eventually(t, func() bool {
+			name := fmt.Sprintf("g%d", time.Now().UnixNano())
+			if _, err := kubectl(t, k.kubeconfig, "create", "-f", g(name)); err != nil {
+				return false
+			}
+			out, _ = kubectl(t, k.kubeconfig, "get", "gadget", name, "-n", "adm", "-o", "jsonpath={.metadata.labels.mutated}")
+			return out == "yes"
+		}, 10*time.Second, 50*time.Millisecond, "a created gadget is mutated; last label: %q", &out)
+	})
+}
