@@ -4,7 +4,11 @@ import (
 	"context"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/pkg/user"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -65,7 +69,23 @@ func (h *Handler) attributes(ctx context.Context, r *Resource, op admission.Oper
 		d.APIVersion, d.Kind = "meta.k8s.io/v1", "DeleteOptions"
 		opts = d
 	}
-	return admission.NewAttributesRecord(obj, old, kind, namespace, name, r.GroupVersionResource(), sub, op, opts, dryRun, info)
+	return &annotated{ctx: ctx, Attributes: admission.NewAttributesRecord(obj, old, kind, namespace, name, r.GroupVersionResource(), sub, op, opts, dryRun, info)}
+}
+
+// annotated sends the audit annotations admission adds with the response of the current
+// gRPC call, for the gateway's audit event (at every level: the event's level decides).
+type annotated struct {
+	admission.Attributes
+	ctx context.Context
+}
+
+func (a *annotated) AddAnnotation(key, value string) error {
+	_ = grpc.SetHeader(a.ctx, metadata.Pairs(rpcstatus.AuditAnnotationMetadataKey, key+"="+value))
+	return nil
+}
+
+func (a *annotated) AddAnnotationWithLevel(key, value string, _ auditinternal.Level) error {
+	return a.AddAnnotation(key, value)
 }
 
 // admit runs mutating admission on a write (nothing without a chain).

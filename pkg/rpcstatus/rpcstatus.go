@@ -20,6 +20,10 @@ const Domain = "apichain.io"
 // headers; the gateway turns each into `Warning: 299 - "<text>"`.
 const WarningMetadataKey = "apichain-warning"
 
+// AuditAnnotationMetadataKey carries the audit annotations a backend's admission added
+// ("key=value"), for the gateway's audit event of the request.
+const AuditAnnotationMetadataKey = "apichain-audit-annotation"
+
 // ReasonNotServed says a server does not serve the request; the next delegate should.
 const ReasonNotServed = "NOT_SERVED"
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/apichain/apichain/pkg/rpcstatus"
+	"github.com/apichain/apichain/services/gateway/audit"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 )
@@ -25,18 +27,25 @@ func withWarnings(ctx context.Context) (context.Context, *warnings) {
 }
 
 // CollectWarnings is the backend connections' interceptor: it reads warnings from each
-// answer's header metadata into the request's collector, if it has one.
+// answer's header metadata into the request's collector, if it has one, and the audit
+// annotations of the backend's admission into the request's audit event, if it has one.
 func CollectWarnings(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	sink, _ := ctx.Value(warningsKey{}).(*warnings)
-	if sink == nil {
+	rec := audit.From(ctx)
+	if sink == nil && rec == nil {
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
 	var md metadata.MD
 	err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Header(&md))...)
-	if ws := md.Get(rpcstatus.WarningMetadataKey); len(ws) > 0 {
+	if ws := md.Get(rpcstatus.WarningMetadataKey); len(ws) > 0 && sink != nil {
 		sink.mu.Lock()
 		sink.list = append(sink.list, ws...)
 		sink.mu.Unlock()
+	}
+	for _, kv := range md.Get(rpcstatus.AuditAnnotationMetadataKey) {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			rec.Annotate(k, v) // a nil record ignores it
+		}
 	}
 	return err
 }
