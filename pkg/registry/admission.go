@@ -8,11 +8,11 @@ import (
 	"github.com/apichain/apichain/pkg/user"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
-	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	kubeuser "k8s.io/apiserver/pkg/authentication/user"
 )
 
