@@ -2,28 +2,73 @@ package admission
 
 import (
 	"context"
+	"sync"
 
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/pkg/registry"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
 )
 
-// Install gives h's writes webhook admission, with the webhook configurations and namespaces
-// read through client (which may be another handler's: extensions reads core's objects). The
-// backend is not ready before the configurations were read once, so no replica admits a
-// request without the webhooks that apply to it.
-func Install(b *backend.Backend, h *registry.Handler, client *registry.Client) error {
-	w, err := NewWebhooks(Namespaces(client), b.Log)
+// Chain is a backend's admission in kube's order: mutating webhooks; then (after the kind's
+// own validation) ValidatingAdmissionPolicies, then validating webhooks.
+type Chain struct {
+	Webhooks *Webhooks
+	Policies *Policies
+}
+
+// Admit runs mutating admission.
+func (c *Chain) Admit(ctx context.Context, a admission.Attributes) (runtime.Object, error) {
+	return c.Webhooks.Admit(ctx, a)
+}
+
+// Validate runs validating admission.
+func (c *Chain) Validate(ctx context.Context, a admission.Attributes) error {
+	if err := c.Policies.Validate(ctx, a); err != nil {
+		return err
+	}
+	return c.Webhooks.Validate(ctx, a)
+}
+
+// ConfigurationResources are the admission configuration kinds core serves.
+func ConfigurationResources() []*registry.Resource {
+	return []*registry.Resource{MutatingWebhookConfigurations(), ValidatingAdmissionPolicies(),
+		ValidatingAdmissionPolicyBindings(), ValidatingWebhookConfigurations()}
+}
+
+// Install gives h's writes admission, with the admission configuration and namespaces read
+// through config (which may be another handler's: extensions reads core's objects) and
+// policy params through params. The backend is not ready before the configuration was read
+// once, so no replica admits a request without what applies to it.
+func Install(b *backend.Backend, h *registry.Handler, config *registry.Client, params ...*registry.Client) error {
+	w, err := NewWebhooks(Namespaces(config), b.Log)
 	if err != nil {
 		return err
 	}
-	h.SetAdmission(w)
-	return b.Server.AddPostStartHook("admission-webhook-configurations-synced", func(ctx context.Context) error {
-		synced := make(chan struct{})
-		if err := w.Watch(ctx, client, func() { close(synced) }); err != nil {
+	p := NewPolicies(Namespaces(config), b.Log, params...)
+	h.SetAdmission(&Chain{Webhooks: w, Policies: p})
+	return b.Server.AddPostStartHook("admission-configuration-synced", func(ctx context.Context) error {
+		var wg sync.WaitGroup
+		wg.Add(2)
+		if err := watchConfiguration(ctx, config, b.Log, []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"},
+			func(l [][]runtime.Object) {
+				w.SetConfigurations(typed[*admissionregistrationv1.MutatingWebhookConfiguration](l[0]),
+					typed[*admissionregistrationv1.ValidatingWebhookConfiguration](l[1]))
+			}, wg.Done); err != nil {
 			return err
 		}
+		if err := watchConfiguration(ctx, config, b.Log, []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"},
+			func(l [][]runtime.Object) {
+				p.SetPolicies(typed[*admissionregistrationv1.ValidatingAdmissionPolicy](l[0]),
+					typed[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](l[1]))
+			}, wg.Done); err != nil {
+			return err
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
 		select {
-		case <-synced:
+		case <-done:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()

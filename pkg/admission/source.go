@@ -3,58 +3,60 @@ package admission
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/apichain/apichain/pkg/registry"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// Watch keeps w's webhooks those of the stored configurations, from client (which must know
-// both configuration resources), until ctx ends; synced is called after the first complete
-// read.
-func (w *Webhooks) Watch(ctx context.Context, client *registry.Client, synced func()) error {
-	mr, ok1 := client.Lookup(admissionregistrationv1.SchemeGroupVersion.WithResource("mutatingwebhookconfigurations"))
-	vr, ok2 := client.Lookup(admissionregistrationv1.SchemeGroupVersion.WithResource("validatingwebhookconfigurations"))
-	if !ok1 || !ok2 {
-		return errors.New("webhook admission needs the webhook configuration resources")
+// watchConfiguration keeps apply fed with the stored objects of the named resources (each
+// pass lists them all) through client until ctx ends: at once, after every write to any of
+// them, and every ten minutes. synced is called after the first complete read.
+func watchConfiguration(ctx context.Context, client *registry.Client, log *slog.Logger, names []string, apply func([][]runtime.Object), synced func()) error {
+	var rs []*registry.Resource
+	for _, n := range names {
+		r, ok := client.Lookup(admissionregistrationv1.SchemeGroupVersion.WithResource(n))
+		if !ok {
+			return fmt.Errorf("admission needs %s", n)
+		}
+		rs = append(rs, r)
 	}
 	pass := func(ctx context.Context) error {
-		ms, err := client.List(ctx, mr, "", "")
-		if err != nil {
-			return err
+		lists := make([][]runtime.Object, len(rs))
+		for i, r := range rs {
+			objs, err := client.List(ctx, r, "", "")
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Warn("admission configuration", "resource", r.Name, "err", err)
+				}
+				return err
+			}
+			lists[i] = objs
 		}
-		vs, err := client.List(ctx, vr, "", "")
-		if err != nil {
-			return err
-		}
-		m := make([]*admissionregistrationv1.MutatingWebhookConfiguration, len(ms))
-		for i, o := range ms {
-			m[i] = o.(*admissionregistrationv1.MutatingWebhookConfiguration)
-		}
-		v := make([]*admissionregistrationv1.ValidatingWebhookConfiguration, len(vs))
-		for i, o := range vs {
-			v[i] = o.(*admissionregistrationv1.ValidatingWebhookConfiguration)
-		}
-		w.SetConfigurations(m, v)
+		apply(lists)
 		if synced != nil {
 			synced()
 			synced = nil
 		}
 		return nil
 	}
-	logged := func(ctx context.Context) error {
-		err := pass(ctx)
-		if err != nil && ctx.Err() == nil {
-			w.log.Warn("webhook configurations", "err", err)
-		}
-		return err
+	for _, r := range rs { // one loop per kind, each re-reading all: a write to any takes effect at once
+		go client.Reconcile(ctx, r, 10*time.Minute, pass)
 	}
-	// One loop per kind, each re-reading both: a write to either takes effect at once.
-	go client.Reconcile(ctx, mr, 10*time.Minute, logged)
-	go client.Reconcile(ctx, vr, 10*time.Minute, logged)
 	return nil
+}
+
+func typed[T runtime.Object](objs []runtime.Object) []T {
+	out := make([]T, len(objs))
+	for i, o := range objs {
+		out[i] = o.(T)
+	}
+	return out
 }
 
 // Namespaces reads namespaces for namespaceSelector through client: from the watch cache, and

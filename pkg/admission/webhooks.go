@@ -28,6 +28,7 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/webhook"
 	webhookerrors "k8s.io/apiserver/pkg/admission/plugin/webhook/errors"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/generic"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/namespace"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/object"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules"
 	webhookrequest "k8s.io/apiserver/pkg/admission/plugin/webhook/request"
@@ -109,7 +110,7 @@ func (w *Webhooks) SetConfigurations(mutating []*admissionregistrationv1.Mutatin
 // shouldCall returns how to call h for a, or nil when h does not apply (kube's ShouldCallHook
 // for resources served in one version: selectors, rules, match conditions).
 func (w *Webhooks) shouldCall(ctx context.Context, h webhook.WebhookAccessor, a *admission.VersionedAttributes) (*generic.WebhookInvocation, error) {
-	nsMatches, nsErr := w.matchNamespace(ctx, h, a)
+	nsMatches, nsErr := matchNamespace(ctx, w.namespaces, h, a)
 	if !nsMatches && nsErr == nil {
 		return nil, nil
 	}
@@ -147,7 +148,7 @@ func (w *Webhooks) shouldCall(ctx context.Context, h webhook.WebhookAccessor, a 
 
 // matchNamespace is kube's namespaceSelector match: cluster-scoped objects other than
 // namespaces always match; a namespace being written is matched by its new labels.
-func (w *Webhooks) matchNamespace(ctx context.Context, h webhook.WebhookAccessor, a admission.Attributes) (bool, error) {
+func matchNamespace(ctx context.Context, namespaces NamespaceGetter, h namespace.NamespaceSelectorProvider, a admission.Attributes) (bool, error) {
 	if a.GetNamespace() == "" && a.GetResource().Resource != "namespaces" {
 		return true, nil
 	}
@@ -170,7 +171,7 @@ func (w *Webhooks) matchNamespace(ctx context.Context, h webhook.WebhookAccessor
 		if a.GetResource().Resource == "namespaces" && name == "" {
 			name = a.GetName()
 		}
-		ns, err := w.namespaces(ctx, name)
+		ns, err := namespaces(ctx, name)
 		if err != nil {
 			if apierrors.IsNotFound(err) {
 				return false, err

@@ -193,3 +193,93 @@ spec:
 		}, 10*time.Second, 50*time.Millisecond, "a created gadget is mutated; last label: %q", &out)
 	})
 }
+
+// ValidatingAdmissionPolicy with unmodified kubectl: a policy with a ConfigMap param, a
+// messageExpression and a reason, bound with Deny in one namespace and with Warn in another;
+// a policy that does not compile fails closed; a binding that finds no param denies.
+func TestValidatingAdmissionPolicy(t *testing.T) {
+	c, _ := startAllInOne(t)
+	k := kc{t: t, kubeconfig: filepath.Join(c.data, "admin.kubeconfig")}
+	dir := t.TempDir()
+	for _, ns := range []string{"vd", "vw", "vn"} {
+		k.run("create", "namespace", ns)
+		k.run("label", "namespace", ns, "vap="+ns)
+	}
+	k.run("create", "configmap", "limits", "-n", "vd", "--from-literal=maxReplicas=3")
+	k.run("create", "configmap", "limits", "-n", "vw", "--from-literal=maxReplicas=3")
+	policy := filepath.Join(dir, "policy.yaml")
+	writeFile(t, policy, `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: replica-limit}
+spec:
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [deployments]}
+  validations:
+  - expression: "object.spec.replicas <= int(params.data.maxReplicas)"
+    messageExpression: "'replicas must be at most ' + params.data.maxReplicas"
+    reason: Invalid
+  - expression: "object.metadata.name.startsWith('ok-')"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: replica-limit-deny}
+spec:
+  policyName: replica-limit
+  validationActions: [Deny]
+  paramRef: {name: limits, parameterNotFoundAction: Deny}
+  matchResources: {namespaceSelector: {matchExpressions: [{key: vap, operator: In, values: [vd, vn]}]}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: replica-limit-warn}
+spec:
+  policyName: replica-limit
+  validationActions: [Warn, Audit]
+  paramRef: {name: limits, parameterNotFoundAction: Allow}
+  matchResources: {namespaceSelector: {matchLabels: {vap: vw}}}
+`)
+	out := k.run("apply", "-f", policy)
+	assert.Contains(t, out, "validatingadmissionpolicy.admissionregistration.k8s.io/replica-limit created")
+	out = k.run("get", "validatingadmissionpolicybindings")
+	assert.Regexp(t, `(?m)^replica-limit-deny\s+replica-limit\s+\*/limits\s+\d+s$`, out)
+	out = k.run("get", "validatingadmissionpolicies")
+	assert.Regexp(t, `(?m)^replica-limit\s+2\s+v1/ConfigMap\s+\d+s$`, out)
+
+	var got string
+	require.Eventually(t, func() bool {
+		got, _ = kubectl(t, k.kubeconfig, "create", "deployment", "big", "-n", "vd", "--image=nginx", "--replicas=5")
+		return strings.Contains(got, "forbidden")
+	}, 10*time.Second, 50*time.Millisecond, "the Deny binding applies; last:\n%s", &got)
+	assert.Contains(t, got, `error: failed to create deployment: deployments.apps "big" is forbidden: ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-deny' denied request: replicas must be at most 3`)
+	k.run("create", "deployment", "ok-small", "-n", "vd", "--image=nginx", "--replicas=2")
+	// Updates are checked too; the scale subresource is not (the rule names deployments, not
+	// deployments/scale), as on kube.
+	out = k.fails("patch", "deployment", "ok-small", "-n", "vd", "-p", `{"spec":{"replicas":4}}`)
+	assert.Contains(t, out, "replicas must be at most 3")
+	k.run("scale", "deployment", "ok-small", "-n", "vd", "--replicas=4")
+
+	out = k.run("create", "deployment", "big", "-n", "vw", "--image=nginx", "--replicas=5")
+	assert.Contains(t, out, "Warning: Validation failed for ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-warn': replicas must be at most 3")
+	assert.Contains(t, out, "Warning: Validation failed for ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-warn': failed expression: object.metadata.name.startsWith('ok-')")
+	assert.Contains(t, out, "deployment.apps/big created")
+
+	// No param in vn: parameterNotFoundAction Deny.
+	out = k.fails("create", "deployment", "ok-any", "-n", "vn", "--image=nginx")
+	assert.Contains(t, out, "ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-deny' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction")
+	// Elsewhere nothing applies.
+	k.run("create", "deployment", "big", "-n", "default", "--image=nginx", "--replicas=5")
+
+	// A policy that cannot be created: kube's validation, with CEL's compile error.
+	bad := filepath.Join(dir, "bad.yaml")
+	writeFile(t, bad, `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: bad}
+spec:
+  matchConstraints: {resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]}
+  validations: [{expression: "object.nope("}]
+`)
+	out = k.fails("create", "-f", bad)
+	assert.Contains(t, out, `The ValidatingAdmissionPolicy "bad" is invalid: spec.validations[0].expression: Invalid value: "object.nope(": compilation failed: ERROR: <input>:1:13: Syntax error`)
+}

@@ -41,7 +41,7 @@ func Setup(b *backend.Backend) error {
 	b.SetResources(h)
 	client := registry.NewClient(h) // what the controllers read and write through
 	escalation.Policy = builtin.PolicyFrom(client)
-	if err := admission.Install(b, h, client); err != nil {
+	if err := admission.Install(b, h, client, client); err != nil {
 		return err
 	}
 	if err := b.Server.AddPostStartHook("start-system-namespaces-controller", func(ctx context.Context) error {

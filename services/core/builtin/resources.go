@@ -39,7 +39,7 @@ func Resources(esc *Escalation) []*registry.Resource {
 	v1 := corev1.SchemeGroupVersion
 	apps := appsv1.SchemeGroupVersion
 	rbac := rbacv1.SchemeGroupVersion
-	return []*registry.Resource{
+	return append(append([]*registry.Resource{
 		registry.Namespaces(),
 		{GroupVersion: v1, Name: "configmaps", SingularName: "configmap", Kind: "ConfigMap", Namespaced: true,
 			ShortNames: []string{"cm"}, New: obj[corev1.ConfigMap](), NewList: obj[corev1.ConfigMapList](),
@@ -101,12 +101,11 @@ func Resources(esc *Escalation) []*registry.Resource {
 		{GroupVersion: rbac, Name: "roles", SingularName: "role", Kind: "Role", Namespaced: true,
 			ValidateName: rbacName, New: obj[rbacv1.Role](), NewList: obj[rbacv1.RoleList](),
 			Validate: validateRole, AuthorizeWrite: esc.role, Columns: roleColumns, Cells: roleCells},
-		admission.MutatingWebhookConfigurations(),
-		admission.ValidatingWebhookConfigurations(),
+	}, admission.ConfigurationResources()...), []*registry.Resource{
 		{GroupVersion: coordinationv1.SchemeGroupVersion, Name: "leases", SingularName: "lease", Kind: "Lease", Namespaced: true,
 			HasSpec: true, New: obj[coordinationv1.Lease](), NewList: obj[coordinationv1.LeaseList](),
 			Columns: leaseColumns, Cells: leaseCells},
-	}
+	}...)
 }
 
 func review(gv schema.GroupVersion, name, kind string, namespaced bool, newObj func() runtime.Object) *registry.Resource {

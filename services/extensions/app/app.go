@@ -46,9 +46,9 @@ func Setup(b *backend.Backend) error {
 	if err != nil {
 		return err
 	}
-	coreObjects := registry.NewHandler(coreScheme, registry.NewSet(registry.Namespaces(),
-		admission.MutatingWebhookConfigurations(), admission.ValidatingWebhookConfigurations()), storage.NewStore(b.Etcd), b.Stopping())
-	if err := admission.Install(b, h, registry.NewClient(coreObjects)); err != nil {
+	coreObjects := registry.NewHandler(coreScheme, registry.NewSet(append(admission.ConfigurationResources(), registry.Namespaces())...),
+		storage.NewStore(b.Etcd), b.Stopping())
+	if err := admission.Install(b, h, registry.NewClient(coreObjects), client); err != nil {
 		return err
 	}
 	// Custom resources are served as their CRDs are established, and go with them.
