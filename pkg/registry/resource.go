@@ -75,6 +75,9 @@ type Resource struct {
 	// the kind places it itself with AgeColumn, or shows "Created At" instead).
 	Columns []metav1.TableColumnDefinition
 	Cells   func(obj runtime.Object) []any
+	// TableOrder orders a list's Table rows when kube's printer does (FlowSchemas by
+	// precedence); the list itself keeps storage order.
+	TableOrder func(a, b runtime.Object) int
 	// Scale locates a custom resource's scale (its "scale" subresource); typed kinds keep
 	// theirs in spec.replicas.
 	Scale *ScalePaths

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -49,6 +50,10 @@ func (h *Handler) table(r *Resource, obj runtime.Object, withColumns bool) (*met
 		}
 		if lacc, err := meta.ListAccessor(obj); err == nil {
 			t.ResourceVersion, t.Continue, t.RemainingItemCount = lacc.GetResourceVersion(), lacc.GetContinue(), lacc.GetRemainingItemCount()
+		}
+		if r.TableOrder != nil {
+			items = slices.Clone(items)
+			slices.SortStableFunc(items, r.TableOrder)
 		}
 	} else {
 		items = []runtime.Object{obj}

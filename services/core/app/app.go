@@ -81,6 +81,11 @@ func Setup(b *backend.Backend) error {
 	}); err != nil {
 		return err
 	}
+	if err := b.Server.AddPostStartHook("priority-and-fairness-config-producer", func(ctx context.Context) error {
+		return bootstrap.EnsureFlowControl(ctx, client, b.Log, builtin.DefaultFlowControl)
+	}); err != nil {
+		return err
+	}
 	if err := b.Server.AddPostStartHook("start-clusterrole-aggregation-controller", func(ctx context.Context) error {
 		go clusterroleaggregation.Run(ctx, client, b.Log, 5*time.Minute)
 		return nil
