@@ -91,7 +91,9 @@ type managerKey struct{}
 // withManager names the field manager of a write, for managedFields.
 // WithFieldManager names the field manager of the Client writes made with ctx (an in-process
 // controller's, as kube's loopback clients name theirs).
-func WithFieldManager(ctx context.Context, manager string) context.Context { return withManager(ctx, manager) }
+func WithFieldManager(ctx context.Context, manager string) context.Context {
+	return withManager(ctx, manager)
+}
 
 func withManager(ctx context.Context, manager string) context.Context {
 	return context.WithValue(ctx, managerKey{}, manager)
