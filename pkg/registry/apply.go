@@ -21,7 +21,7 @@ import (
 // to a missing object creates it.
 func (h *Handler) apply(ctx context.Context, r *Resource, req *resourcev1.PatchRequest) (*resourcev1.PatchResponse, error) {
 	ref := req.GetRef()
-	if ref.GetSubresource() != "" {
+	if sub := ref.GetSubresource(); sub != "" && sub != "status" {
 		return nil, apierrors.NewBadRequest("server-side apply to subresources is not supported yet")
 	}
 	manager := req.GetOptions().GetFieldManager()
@@ -36,7 +36,7 @@ func (h *Handler) apply(ctx context.Context, r *Resource, req *resourcev1.PatchR
 	if err != nil {
 		return nil, err
 	}
-	fm, err := fms.get(r)
+	fm, err := fms.get(r, ref.GetSubresource())
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -56,7 +56,7 @@ func (h *Handler) apply(ctx context.Context, r *Resource, req *resourcev1.PatchR
 		return obj, nil
 	})
 	code := int32(http.StatusOK)
-	if apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) && ref.GetSubresource() == "" {
 		live := r.New()
 		live.GetObjectKind().SetGroupVersionKind(r.GroupVersion.WithKind(r.Kind))
 		acc, _ := meta.Accessor(live)

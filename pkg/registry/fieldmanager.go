@@ -18,7 +18,13 @@ type fieldManagers struct {
 	converter managedfields.TypeConverter
 	mu        sync.Mutex
 	// byResource: a custom resource rebuilt for a changed schema gets a new field manager.
-	byResource map[*Resource]*managedfields.FieldManager
+	byResource map[fmKey]*managedfields.FieldManager
+}
+
+// fmKey names a field manager: the status subresource's records its entries as such.
+type fmKey struct {
+	r           *Resource
+	subresource string
 }
 
 func newFieldManagers(s *Scheme, set *Set) (*fieldManagers, error) {
@@ -39,16 +45,17 @@ func newFieldManagers(s *Scheme, set *Set) (*fieldManagers, error) {
 	if err != nil {
 		return nil, fmt.Errorf("type converter: %w", err)
 	}
-	return &fieldManagers{scheme: s, converter: tc, byResource: map[*Resource]*managedfields.FieldManager{}}, nil
+	return &fieldManagers{scheme: s, converter: tc, byResource: map[fmKey]*managedfields.FieldManager{}}, nil
 }
 
-// get is r's field manager: typed by the set's schemas, or for a custom resource by its
-// content, as kube's CRD field manager.
-func (f *fieldManagers) get(r *Resource) (*managedfields.FieldManager, error) {
+// get is the field manager of r (or of its "status" subresource): typed by the set's schemas,
+// or for a custom resource by its content, as kube's CRD field manager.
+func (f *fieldManagers) get(r *Resource, subresource string) (*managedfields.FieldManager, error) {
 	gvk := r.GroupVersion.WithKind(r.Kind)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if fm, ok := f.byResource[r]; ok {
+	key := fmKey{r, subresource}
+	if fm, ok := f.byResource[key]; ok {
 		return fm, nil
 	}
 	var fm *managedfields.FieldManager
@@ -59,24 +66,24 @@ func (f *fieldManagers) get(r *Resource) (*managedfields.FieldManager, error) {
 			tc = deducedTypeConverter
 		}
 		fm, err = managedfields.NewDefaultCRDFieldManager(tc, unstructuredConvertor{}, nopDefaulter{}, unstructuredCreater{},
-			gvk, gvk.GroupVersion(), "", nil)
+			gvk, gvk.GroupVersion(), subresource, nil)
 	} else {
-		fm, err = managedfields.NewDefaultFieldManager(f.converter, f.scheme.Scheme, f.scheme.Scheme, f.scheme.Scheme, gvk, gvk.GroupVersion(), "", nil)
+		fm, err = managedfields.NewDefaultFieldManager(f.converter, f.scheme.Scheme, f.scheme.Scheme, f.scheme.Scheme, gvk, gvk.GroupVersion(), subresource, nil)
 	}
 	if err != nil {
 		return nil, err
 	}
-	f.byResource[r] = fm
+	f.byResource[key] = fm
 	return fm, nil
 }
 
 // track records manager's changes from live to next in next's managedFields. Tracking is
 // best effort, as in kube: a failure leaves the write alone.
-func (f *fieldManagers) track(r *Resource, live, next runtime.Object, manager string) runtime.Object {
+func (f *fieldManagers) track(r *Resource, subresource string, live, next runtime.Object, manager string) runtime.Object {
 	if f == nil {
 		return next
 	}
-	fm, err := f.get(r)
+	fm, err := f.get(r, subresource)
 	if err != nil {
 		return next
 	}

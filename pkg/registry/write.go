@@ -135,7 +135,7 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 	if applied {
 		acc.SetManagedFields(managed)
 	} else {
-		obj = h.managers().track(r, r.New(), obj, managerFrom(ctx))
+		obj = h.managers().track(r, "", r.New(), obj, managerFrom(ctx))
 		if acc, err = meta.Accessor(obj); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
@@ -258,8 +258,14 @@ func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.Resou
 		if err != nil {
 			return nil, err
 		}
-		if ref.GetSubresource() == "" && !isApplied(ctx) {
-			next = h.managers().track(r, current, next, managerFrom(ctx))
+		switch sub := ref.GetSubresource(); {
+		case isApplied(ctx) && sub == "status": // the apply's field ownership, with the status it set
+			if cacc, err := meta.Accessor(changed); err == nil {
+				nacc, _ := meta.Accessor(next)
+				nacc.SetManagedFields(cacc.GetManagedFields())
+			}
+		case !isApplied(ctx) && (sub == "" || sub == "status"):
+			next = h.managers().track(r, sub, current, next, managerFrom(ctx))
 		}
 		currentRV := strconv.FormatInt(kv.ModRevision, 10)
 		if requestedRV != "" && requestedRV != currentRV {

@@ -190,7 +190,7 @@ func TestAllInOneDiscoveryAndErrors(t *testing.T) {
 func TestMaxInFlightBurst(t *testing.T) {
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
 	require.NoError(t, os.WriteFile(tokens, []byte("burst-token,alice,1001,\"devs\"\n"), 0o600))
-	c, _ := startAllInOne(t, "--max-requests-inflight", "1", "--token-auth-file", tokens, "--authorization-mode=AlwaysAllow")
+	c, _ := startAllInOne(t, "--enable-priority-and-fairness=false", "--max-requests-inflight", "1", "--token-auth-file", tokens, "--authorization-mode=AlwaysAllow")
 	alice := c.anonymous()
 	get := func(path string) (int, http.Header) {
 		req, err := http.NewRequest(http.MethodGet, c.base+path, nil)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
@@ -19,6 +20,7 @@ import (
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/topology"
+	"github.com/apichain/apichain/services/gateway/apf"
 	"github.com/apichain/apichain/services/gateway/audit"
 	"github.com/apichain/apichain/services/gateway/authn"
 	"github.com/apichain/apichain/services/gateway/authz"
@@ -35,11 +37,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
+	"k8s.io/component-base/metrics/legacyregistry"
 )
 
 // Gateway is the front door process.
@@ -69,6 +73,7 @@ type Gateway struct {
 	rest       *proxy.REST
 	documents  *discovery.Documents
 	reviews    *reviews.Handler
+	apf        *apf.Controller // nil with --enable-priority-and-fairness=false
 }
 
 // New builds the gateway with pki's certificates (unless the options name others) and binds
@@ -191,7 +196,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	mux := http.NewServeMux()
 	g.Server.InstallHealthHandlers(mux, func() []healthz.Checker { return readiness.RemoteChecks(g.registry) })
 	mux.HandleFunc("GET /version", serveVersion())
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g.metrics, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(prometheus.Gatherers{g.metrics, kubeLibraryMetrics}, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -220,6 +225,15 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 		bearer.Tokens = append(bearer.Tokens, authn.AudienceAgnostic(auds, tf))
 	}
 	bearer.Tokens = append(bearer.Tokens, g.saTokens)
+	var pf func(http.Handler) http.Handler
+	if g.opts.EnablePriorityAndFairness {
+		if g.apf, err = apf.New(g.opts.MaxRequestsInFlight + g.opts.MaxMutatingRequestsInFlight); err != nil {
+			return nil, err
+		}
+		bearer.Tokens = append([]authn.TokenAuthenticator{authn.StaticToken{Token: g.apf.LoopbackToken(), User: apf.LoopbackUser}}, bearer.Tokens...)
+		pf = func(h http.Handler) http.Handler { return g.apf.Filter(h, g.opts.RequestTimeout/4) }
+		mux.Handle("/debug/api_priority_and_fairness/", g.apf.Debug())
+	}
 	authentication := authn.Authentication{Authenticators: []authn.Authenticator{authn.X509Authenticator(clientCAs), bearer},
 		Anonymous: g.opts.AnonymousAuth}
 	if config, jwks, ok := g.saTokens.Discovery(g.externalURL()); ok {
@@ -256,7 +270,11 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 		Metrics:                     filters.NewRequestMetrics(g.metrics),
 		InFlight:                    &g.Server.InFlight,
 		RetryAfter:                  retryAfter,
+		PriorityAndFairness:         pf,
 	})
+	if g.apf != nil {
+		g.apf.Serve(chain) // the loopback client's requests take the whole chain
+	}
 	return chain, nil
 }
 
@@ -300,6 +318,14 @@ func (g *Gateway) addHooks() error {
 		return nil
 	}); err != nil {
 		return err
+	}
+	if g.apf != nil {
+		if err := g.Server.AddPostStartHook("priority-and-fairness-config-consumer", func(ctx context.Context) error {
+			g.apf.Run(ctx)
+			return nil
+		}); err != nil {
+			return err
+		}
 	}
 	if g.rbacSync == nil {
 		return nil
@@ -376,3 +402,17 @@ func (g *Gateway) retainConns() {
 	// backoff from when it was down (a restarted replica on the same address).
 	g.pool.Reconnect(ready)
 }
+
+// kubeLibraryMetrics are the metrics kube's libraries (priority and fairness) register with
+// component-base's registry, without the Go and process collectors it registers as well: our
+// own registry has those.
+var kubeLibraryMetrics = prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	kept := families[:0]
+	for _, f := range families {
+		if name := f.GetName(); !strings.HasPrefix(name, "go_") && !strings.HasPrefix(name, "process_") {
+			kept = append(kept, f)
+		}
+	}
+	return kept, err
+})

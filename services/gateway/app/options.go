@@ -49,6 +49,7 @@ type Options struct {
 	RequestTimeout              time.Duration
 	MaxRequestsInFlight         int
 	MaxMutatingRequestsInFlight int
+	EnablePriorityAndFairness   bool
 
 	Generic server.Options
 }
@@ -68,6 +69,7 @@ func NewOptions() *Options {
 		RequestTimeout:              60 * time.Second,
 		MaxRequestsInFlight:         400,
 		MaxMutatingRequestsInFlight: 200,
+		EnablePriorityAndFairness:   true,
 		Generic:                     server.DefaultOptions(),
 	}
 }
@@ -97,8 +99,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		fs.StringSliceVar(&addrs, svc+"-address", addrs, "The "+svc+" service's gRPC addresses, used when NATS is unreachable.")
 	}
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "Upper bound for non-long-running requests.")
-	fs.IntVar(&o.MaxRequestsInFlight, "max-requests-inflight", o.MaxRequestsInFlight, "Concurrent read-only requests before 429 (0: no limit).")
-	fs.IntVar(&o.MaxMutatingRequestsInFlight, "max-mutating-requests-inflight", o.MaxMutatingRequestsInFlight, "Concurrent mutating requests before 429 (0: no limit).")
+	fs.IntVar(&o.MaxRequestsInFlight, "max-requests-inflight", o.MaxRequestsInFlight,
+		"With --enable-priority-and-fairness, this and --max-mutating-requests-inflight are summed into the gateway's total concurrency limit (which must be positive); otherwise the concurrent read-only requests before 429 (0: no limit).")
+	fs.IntVar(&o.MaxMutatingRequestsInFlight, "max-mutating-requests-inflight", o.MaxMutatingRequestsInFlight,
+		"With --enable-priority-and-fairness, summed with --max-requests-inflight; otherwise the concurrent mutating requests before 429 (0: no limit).")
+	fs.BoolVar(&o.EnablePriorityAndFairness, "enable-priority-and-fairness", o.EnablePriorityAndFairness,
+		"If true, replace the max-in-flight handler with an enhanced one that queues and dispatches with priority and fairness")
 	o.Lifecycle.AddFlags(fs)
 	o.Generic.AddFlags(fs)
 }
@@ -116,6 +122,16 @@ func (o *Options) Complete() error {
 		return err
 	}
 	o.DataDir = abs
+	if o.MaxRequestsInFlight < 0 {
+		return fmt.Errorf("--max-requests-inflight can not be negative value")
+	}
+	if o.MaxMutatingRequestsInFlight < 0 {
+		return fmt.Errorf("--max-mutating-requests-inflight can not be negative value")
+	}
+	if o.EnablePriorityAndFairness && o.MaxRequestsInFlight+o.MaxMutatingRequestsInFlight <= 0 {
+		return fmt.Errorf("invalid configuration: MaxRequestsInFlight=%d and MaxMutatingRequestsInFlight=%d; they must add up to something positive",
+			o.MaxRequestsInFlight, o.MaxMutatingRequestsInFlight)
+	}
 	return nil
 }
 

@@ -26,6 +26,9 @@ type ChainConfig struct {
 	// Metrics counts every request (nil: not counted).
 	Metrics  *RequestMetrics
 	InFlight *server.SafeWaitGroup
+	// PriorityAndFairness is the priority-and-fairness filter, in max-in-flight's place (nil:
+	// max-in-flight).
+	PriorityAndFairness func(http.Handler) http.Handler
 	// RetryAfter, once closed, makes every request get 429 + Retry-After
 	// (--shutdown-send-retry-after after the shutdown delay); nil disables it.
 	RetryAfter <-chan struct{}
@@ -37,7 +40,11 @@ type ChainConfig struct {
 func BuildHandlerChain(handler http.Handler, c ChainConfig) http.Handler {
 	h := handler
 	h = WithAuthorization(h, c.Authorizer)
-	h = WithMaxInFlightLimit(h, c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight)
+	if c.PriorityAndFairness != nil {
+		h = c.PriorityAndFairness(h)
+	} else {
+		h = WithMaxInFlightLimit(h, c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight)
+	}
 	h = WithImpersonation(h, c.Authorizer, c.Log)
 	h = WithAudit(h, c.Auditor)
 	h = WithAuthentication(h, c.Authentication, c.Log, c.Auditor)

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apichain/apichain/services/gateway/apf"
+
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/discovery"
 	"github.com/apichain/apichain/pkg/requestinfo"
@@ -255,6 +257,10 @@ func (p *REST) serveWatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 	w.Header().Set("Transfer-Encoding", "chunked")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	apf.WatchInitialized(ctx) // established: priority and fairness frees its seat
 	for ev := o.first; ; {
 		if ev.GetType() != "" {
 			data, err := frame.encode(ev)
