@@ -94,7 +94,7 @@ spec:
 		require.NoError(t, json.Unmarshal([]byte(out), &conds))
 		require.Len(t, conds, 1)
 		assert.Equal(t, flowcontrolv1.FlowSchemaCondition{Type: "Dangling", Status: "True", Reason: "NotFound",
-			Message: `This FlowSchema references the PriorityLevelConfiguration object named "nope" but there is no such object`,
+			Message:            `This FlowSchema references the PriorityLevelConfiguration object named "nope" but there is no such object`,
 			LastTransitionTime: conds[0].LastTransitionTime}, conds[0])
 		assert.Regexp(t, `(?m)^dangling\s+nope\s+600\s+<none>\s+\S+\s+True$`, k.run("get", "flowschema", "dangling"))
 	})
