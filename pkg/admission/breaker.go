@@ -1,11 +1,14 @@
 package admission
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
+	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook"
 )
 
@@ -20,21 +23,24 @@ const (
 )
 
 type breakers struct {
-	mu  sync.Mutex
-	m   map[string]*breaker
-	now func() time.Time
+	mu       sync.Mutex
+	m        map[string]*breaker
+	now      func() time.Time
+	onChange func() // after a webhook starts or stops failing, or fails again
 }
 
 type breaker struct {
-	failures  int
-	openUntil time.Time // zero: closed
-	probing   bool
-	lastErr   string
+	name, configuration string
+	failures            int
+	openUntil           time.Time // zero: closed
+	probing             bool
+	lastErr             string
 }
 
 func (b *breakers) init() {
 	b.m = map[string]*breaker{}
 	b.now = time.Now
+	b.onChange = func() {}
 }
 
 // keep forgets the breakers of webhooks no longer configured.
@@ -44,11 +50,16 @@ func (b *breakers) keep(hooks []webhook.WebhookAccessor) {
 		live[h.GetUID()] = true
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	n := len(b.m)
 	for uid := range b.m {
 		if !live[uid] {
 			delete(b.m, uid)
 		}
+	}
+	changed := len(b.m) != n
+	b.mu.Unlock()
+	if changed {
+		b.onChange()
 	}
 }
 
@@ -69,19 +80,29 @@ func (b *breakers) allow(uid string) error {
 
 // record notes a call's outcome: failed is a failure to call the webhook or to understand
 // its answer (not a rejection).
-func (b *breakers) record(uid, name string, err error, log *slog.Logger) {
+func (b *breakers) record(h webhook.WebhookAccessor, err error, log *slog.Logger) {
+	if b.update(h, err, log) {
+		b.onChange()
+	}
+}
+
+func (b *breakers) update(h webhook.WebhookAccessor, err error, log *slog.Logger) (changed bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	uid := h.GetUID()
 	br := b.m[uid]
 	if err == nil {
-		if br != nil && !br.openUntil.IsZero() {
-			log.Info("webhook answers again", "webhook", name)
+		if br == nil {
+			return false
+		}
+		if !br.openUntil.IsZero() {
+			log.Info("webhook answers again", "webhook", h.GetName())
 		}
 		delete(b.m, uid)
-		return
+		return true
 	}
 	if br == nil {
-		br = &breaker{}
+		br = &breaker{name: h.GetName(), configuration: configurationOf(h)}
 		b.m[uid] = br
 	}
 	br.failures++
@@ -89,11 +110,19 @@ func (b *breakers) record(uid, name string, err error, log *slog.Logger) {
 	br.probing = false
 	if br.failures >= breakerThreshold {
 		if br.openUntil.IsZero() {
-			log.Warn("webhook keeps failing: its failurePolicy answers without calling it for a while", "webhook", name,
+			log.Warn("webhook keeps failing: its failurePolicy answers without calling it for a while", "webhook", h.GetName(),
 				"failures", br.failures, "cooldown", breakerCooldown, "err", err)
 		}
 		br.openUntil = b.now().Add(breakerCooldown)
 	}
+	return true
+}
+
+func configurationOf(h webhook.WebhookAccessor) string {
+	if h.GetType() == "admit" {
+		return "MutatingWebhookConfiguration/" + h.GetConfigurationName()
+	}
+	return "ValidatingWebhookConfiguration/" + h.GetConfigurationName()
 }
 
 // release ends a probe that said nothing of the webhook (the request was canceled).
@@ -105,13 +134,21 @@ func (b *breakers) release(uid string) {
 	}
 }
 
-// Failing lists the webhooks whose last calls failed, with the last error.
-func (w *Webhooks) Failing() map[string]string {
-	out := map[string]string{}
-	w.breakers.mu.Lock()
-	defer w.breakers.mu.Unlock()
-	for uid, br := range w.breakers.m {
-		out[uid] = fmt.Sprintf("%d failed calls in a row, the last: %s", br.failures, br.lastErr)
+// Failing lists the webhooks whose last calls failed, by name.
+func (w *Webhooks) Failing() []*lifecyclev1.FailingWebhook {
+	b := &w.breakers
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]*lifecyclev1.FailingWebhook, 0, len(b.m))
+	for _, br := range b.m {
+		out = append(out, &lifecyclev1.FailingWebhook{Name: br.name, Configuration: br.configuration,
+			Failures: int32(br.failures), LastError: br.lastErr, Open: !br.openUntil.IsZero()})
 	}
+	slices.SortFunc(out, func(x, y *lifecyclev1.FailingWebhook) int {
+		return cmp.Or(cmp.Compare(x.Configuration, y.Configuration), cmp.Compare(x.Name, y.Name))
+	})
 	return out
 }
+
+// OnFailingChange sets what to do when Failing changes (the list or a count).
+func (w *Webhooks) OnFailingChange(f func()) { w.breakers.onChange = f }

@@ -2,6 +2,9 @@ package admission
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/apichain/apichain/pkg/backend"
@@ -37,6 +40,34 @@ func ConfigurationResources() []*registry.Resource {
 		ValidatingAdmissionPolicyBindings(), ValidatingWebhookConfigurations()}
 }
 
+// webhooksCheck names the webhooks that keep failing in /readyz?verbose. It always passes: an
+// endpoint outside apichain being down is no reason to take a replica out of rotation (each
+// request gets its webhook's failurePolicy answer), but it is the first question when
+// requests fail or slow down.
+type webhooksCheck struct{ w *Webhooks }
+
+func (webhooksCheck) Name() string              { return "admission-webhooks" }
+func (webhooksCheck) Check(*http.Request) error { return nil }
+func (c webhooksCheck) Note() string {
+	failing := c.w.Failing()
+	if len(failing) == 0 {
+		return "no webhook failing"
+	}
+	parts := make([]string, len(failing))
+	for i, f := range failing {
+		state := "called"
+		if f.Open {
+			state = "not called for now"
+		}
+		last := f.LastError
+		if len(last) > 160 {
+			last = strings.ToValidUTF8(last[:160], "") + "…"
+		}
+		parts[i] = fmt.Sprintf("%s %s: %d failed calls in a row, %s, last: %s", f.Configuration, f.Name, f.Failures, state, last)
+	}
+	return "failing: " + strings.Join(parts, "; ")
+}
+
 // Install gives h's writes admission, with the admission configuration and namespaces read
 // through config (which may be another handler's: extensions reads core's objects) and
 // policy params through params. The backend is not ready before the configuration was read
@@ -48,6 +79,8 @@ func Install(b *backend.Backend, h *registry.Handler, config *registry.Client, p
 	}
 	p := NewPolicies(Namespaces(config), b.Log, params...)
 	h.SetAdmission(&Chain{Webhooks: w, Policies: p})
+	w.OnFailingChange(func() { b.SetFailingWebhooks(w.Failing()) })
+	b.Server.AddReadyzChecks(webhooksCheck{w})
 	return b.Server.AddPostStartHook("admission-configuration-synced", func(ctx context.Context) error {
 		var wg sync.WaitGroup
 		wg.Add(2)

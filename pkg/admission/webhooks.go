@@ -342,9 +342,9 @@ func (w *Webhooks) call(ctx context.Context, inv *generic.WebhookInvocation, a *
 	var callErr *webhookutil.ErrCallingWebhook
 	switch {
 	case errors.As(err, &callErr) && !errors.Is(callErr.Reason, context.Canceled):
-		w.breakers.record(h.GetUID(), name, callErr.Reason, w.log)
+		w.breakers.record(h, callErr.Reason, w.log)
 	case err == nil || errors.As(err, new(*webhookutil.ErrWebhookRejection)):
-		w.breakers.record(h.GetUID(), name, nil, w.log)
+		w.breakers.record(h, nil, w.log)
 	default: // canceled, or failed here: says nothing of the webhook
 		w.breakers.release(h.GetUID())
 	}

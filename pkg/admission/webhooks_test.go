@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -178,6 +179,8 @@ func TestBreaker(t *testing.T) {
 	w := newTestWebhooks(t)
 	now := time.Now()
 	w.breakers.now = func() time.Time { return now }
+	var changes atomic.Int32
+	w.OnFailingChange(func() { changes.Add(1) })
 	w.SetConfigurations(nil, []*admissionregistrationv1.ValidatingWebhookConfiguration{{ObjectMeta: metav1.ObjectMeta{Name: "c"},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{validatingHook(s, "flaky.example.com", "/", admissionregistrationv1.Fail)}}})
 	validate := func() error {
@@ -190,7 +193,14 @@ func TestBreaker(t *testing.T) {
 		assert.Contains(t, err.Error(), `failed calling webhook "flaky.example.com": failed to call webhook: `)
 	}
 	assert.Equal(t, breakerThreshold, s.count("/"))
-	assert.Len(t, w.Failing(), 1)
+	failing := w.Failing()
+	require.Len(t, failing, 1)
+	assert.Equal(t, "flaky.example.com", failing[0].Name)
+	assert.Equal(t, "ValidatingWebhookConfiguration/c", failing[0].Configuration)
+	assert.EqualValues(t, breakerThreshold, failing[0].Failures)
+	assert.True(t, failing[0].Open)
+	assert.Contains(t, failing[0].LastError, "failed to call webhook: ")
+	assert.EqualValues(t, breakerThreshold, changes.Load(), "each failure is news")
 	err := validate()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `Internal error occurred: failed calling webhook "flaky.example.com": not called: 5 calls in a row failed, the last with: failed to call webhook: `)
@@ -201,7 +211,9 @@ func TestBreaker(t *testing.T) {
 	require.NoError(t, validate(), "the probe succeeds")
 	assert.Equal(t, breakerThreshold+1, s.count("/"))
 	assert.Empty(t, w.Failing())
+	assert.EqualValues(t, breakerThreshold+1, changes.Load(), "and so is the recovery")
 	require.NoError(t, validate())
+	assert.EqualValues(t, breakerThreshold+1, changes.Load(), "a success of a healthy webhook is not")
 }
 
 // failurePolicy Ignore lets the request through a failing webhook and records it in the

@@ -150,6 +150,15 @@ func (b *Backend) SetServed(served []*discoveryv1.GroupVersion) {
 	b.Server.NotifyChange()
 }
 
+// SetFailingWebhooks publishes the admission webhooks whose calls keep failing (the gateways
+// show them in /readyz?verbose and /metrics).
+func (b *Backend) SetFailingWebhooks(failing []*lifecyclev1.FailingWebhook) {
+	b.instMu.Lock()
+	b.instance.FailingWebhooks = failing
+	b.instMu.Unlock()
+	b.Server.NotifyChange()
+}
+
 // Stopping is closed when shutdown starts ending long-running streams.
 func (b *Backend) Stopping() <-chan struct{} { return b.transport.Stopping() }
 

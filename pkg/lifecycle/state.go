@@ -17,17 +17,20 @@ type Instance struct {
 	InstanceID string
 	Address    string
 	Served     []string
+	// FailingWebhooks are the admission webhooks whose calls from this instance keep failing.
+	FailingWebhooks []*lifecyclev1.FailingWebhook
 }
 
 // Snapshot captures srv's current state as the published message.
 func Snapshot(srv *server.Server, inst Instance) *lifecyclev1.InstanceState {
 	st := &lifecyclev1.InstanceState{
-		Service:    inst.Service,
-		InstanceId: inst.InstanceID,
-		Address:    inst.Address,
-		StartedAt:  timestamppb.New(srv.StartedAt()),
-		UpdatedAt:  timestamppb.Now(),
-		Served:     inst.Served,
+		Service:         inst.Service,
+		InstanceId:      inst.InstanceID,
+		Address:         inst.Address,
+		StartedAt:       timestamppb.New(srv.StartedAt()),
+		UpdatedAt:       timestamppb.Now(),
+		Served:          inst.Served,
+		FailingWebhooks: inst.FailingWebhooks,
 	}
 	sig := srv.Signals()
 	for _, s := range sig.All() {
@@ -45,7 +48,7 @@ func Snapshot(srv *server.Server, inst Instance) *lifecyclev1.InstanceState {
 	// The last readiness answer: publishing never runs the checks itself.
 	ready, results := srv.Readiness()
 	for _, c := range results {
-		cs := &lifecyclev1.Check{Name: c.CheckName, Ok: c.Err == nil}
+		cs := &lifecyclev1.Check{Name: c.CheckName, Ok: c.Err == nil, Note: c.NoteText}
 		if c.Err != nil {
 			cs.Error = c.Err.Error()
 		}

@@ -137,9 +137,16 @@ func TestAdmissionWebhooks(t *testing.T) {
 		// After repeated failures the webhook is not called for a while: same outcome, at once.
 		eventually(true, `failed calling webhook "dead.example.com": not called: 5 calls in a row failed`,
 			"create", "secret", "generic", "s2", "-n", "adm", "--from-literal=a=b")
+		// Which webhook fails, and why, is in /readyz?verbose and /metrics.
+		c.eventuallyBody("/readyz?verbose", 200, 10*time.Second,
+			"[+]core/admission-webhooks ok (failing: ValidatingWebhookConfiguration/c-dead dead.example.com: ", "failed calls in a row, not called for now, last: ",
+			"[+]extensions/admission-webhooks ok (no webhook failing)")
+		c.eventuallyBody("/metrics", 200, 10*time.Second,
+			`apichain_admission_webhook_paused{configuration="ValidatingWebhookConfiguration/c-dead",instance="core-`)
 		k.run("patch", "validatingwebhookconfiguration", "c-dead", "--type=json", "-p", `[{"op":"replace","path":"/webhooks/0/failurePolicy","value":"Ignore"}]`)
 		eventually(false, "secret/s3 created", "create", "secret", "generic", "s3", "-n", "adm", "--from-literal=a=b")
 		k.run("delete", "validatingwebhookconfiguration", "c-dead")
+		c.eventuallyBody("/readyz?verbose", 200, 10*time.Second, "[+]core/admission-webhooks ok (no webhook failing)")
 	})
 
 	t.Run("slow webhook cut at timeoutSeconds", func(t *testing.T) {

@@ -185,7 +185,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 
 	g.metrics = prometheus.NewRegistry()
 	g.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	g.metrics.MustRegister(startup.NewCollector(g.startupStates))
+	g.metrics.MustRegister(startup.NewCollector(g.startupStates), readiness.WebhookCollector(g.registry))
 	g.router.CountRequests(g.metrics)
 
 	rest := runtime.NewServeMux()

@@ -90,6 +90,7 @@ func instanceChecks(svc string, insts []*lifecyclev1.InstanceState) []healthz.Ch
 		ok        bool
 		errs      []string
 		durations []string
+		notes     []string
 	}
 	var order []string
 	byName := map[string]*merged{}
@@ -116,6 +117,12 @@ func instanceChecks(svc string, insts []*lifecyclev1.InstanceState) []healthz.Ch
 			if d, ok := hookDur[c.GetName()]; ok {
 				m.durations = append(m.durations, d)
 			}
+			if n := c.GetNote(); n != "" {
+				if len(insts) > 1 {
+					n = st.GetInstanceId() + ": " + n
+				}
+				m.notes = append(m.notes, n)
+			}
 		}
 	}
 	out := make([]healthz.Checker, 0, len(order))
@@ -125,7 +132,7 @@ func instanceChecks(svc string, insts []*lifecyclev1.InstanceState) []healthz.Ch
 		if !m.ok {
 			err = errors.New(strings.Join(m.errs, "; "))
 		}
-		out = append(out, remoteCheck{name: svc + "/" + name, err: err, note: strings.Join(m.durations, ", ")})
+		out = append(out, remoteCheck{name: svc + "/" + name, err: err, note: strings.Join(append(m.durations, m.notes...), ", ")})
 	}
 	return out
 }

@@ -1,6 +1,8 @@
 package readiness
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -248,4 +250,37 @@ func stateOf(shuttingDown bool) lifecyclev1.State {
 		return lifecyclev1.State_STATE_STOPPING
 	}
 	return lifecyclev1.State_STATE_RUNNING
+}
+
+// A backend's check notes reach the gateway's verbose line (with the instance when there are
+// several), and its failing webhooks become metrics.
+func TestRemoteNotesAndFailingWebhooks(t *testing.T) {
+	failing := []*lifecyclev1.FailingWebhook{{Name: "deny.example.com", Configuration: "ValidatingWebhookConfiguration/c",
+		Failures: 7, LastError: "connection refused", Open: true}}
+	states := []*lifecyclev1.InstanceState{
+		{Service: "core", InstanceId: "core-a", Ready: true, FailingWebhooks: failing,
+			Checks: []*lifecyclev1.Check{{Name: "admission-webhooks", Ok: true, Note: "failing: deny.example.com"}}},
+		{Service: "core", InstanceId: "core-b", Ready: true,
+			Checks: []*lifecyclev1.Check{{Name: "admission-webhooks", Ok: true, Note: "no webhook failing"}}},
+		{Service: "extensions", InstanceId: "ext-a", Ready: true,
+			Checks: []*lifecyclev1.Check{{Name: "admission-webhooks", Ok: true, Note: "no webhook failing"}}},
+	}
+	got := render(checksOf(lifecycle.SourceNATS, states...)())
+	assert.Contains(t, got, renderedCheck{Name: "core/admission-webhooks", Note: "core-a: failing: deny.example.com, core-b: no webhook failing"})
+	assert.Contains(t, got, renderedCheck{Name: "extensions/admission-webhooks", Note: "no webhook failing"})
+
+	reg := lifecycle.NewRegistry(time.Hour)
+	for _, st := range states {
+		reg.Upsert(st, lifecycle.SourceNATS)
+	}
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(WebhookCollector(reg))
+	require.NoError(t, testutil.GatherAndCompare(metrics, strings.NewReader(`
+# HELP apichain_admission_webhook_consecutive_failures Calls in a row to an admission webhook that failed (could not be made or not understood), per backend instance; a webhook is listed only while failing.
+# TYPE apichain_admission_webhook_consecutive_failures gauge
+apichain_admission_webhook_consecutive_failures{configuration="ValidatingWebhookConfiguration/c",instance="core-a",service="core",webhook="deny.example.com"} 7
+# HELP apichain_admission_webhook_paused 1 while a failing admission webhook is not called and its failurePolicy answers at once, per backend instance.
+# TYPE apichain_admission_webhook_paused gauge
+apichain_admission_webhook_paused{configuration="ValidatingWebhookConfiguration/c",instance="core-a",service="core",webhook="deny.example.com"} 1
+`)))
 }

@@ -278,10 +278,13 @@ type InstanceState struct {
 	// served lists "group/version" ("v1" for the legacy group) this instance serves.
 	Served []string `protobuf:"bytes,11,rep,name=served,proto3" json:"served,omitempty"`
 	// state is where the instance is in its life; transitions say when it got to each state.
-	State         State              `protobuf:"varint,13,opt,name=state,proto3,enum=apichain.lifecycle.v1.State" json:"state,omitempty"`
-	Transitions   []*StateTransition `protobuf:"bytes,14,rep,name=transitions,proto3" json:"transitions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	State       State              `protobuf:"varint,13,opt,name=state,proto3,enum=apichain.lifecycle.v1.State" json:"state,omitempty"`
+	Transitions []*StateTransition `protobuf:"bytes,14,rep,name=transitions,proto3" json:"transitions,omitempty"`
+	// failing_webhooks are the admission webhooks whose last calls from this instance failed
+	// (a failure to call or to understand the webhook, not a rejection).
+	FailingWebhooks []*FailingWebhook `protobuf:"bytes,15,rep,name=failing_webhooks,json=failingWebhooks,proto3" json:"failing_webhooks,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *InstanceState) Reset() {
@@ -394,6 +397,13 @@ func (x *InstanceState) GetState() State {
 func (x *InstanceState) GetTransitions() []*StateTransition {
 	if x != nil {
 		return x.Transitions
+	}
+	return nil
+}
+
+func (x *InstanceState) GetFailingWebhooks() []*FailingWebhook {
+	if x != nil {
+		return x.FailingWebhooks
 	}
 	return nil
 }
@@ -576,10 +586,12 @@ func (x *Hook) GetError() string {
 
 // Check is a readyz check result.
 type Check struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Ok            bool                   `protobuf:"varint,2,opt,name=ok,proto3" json:"ok,omitempty"`
-	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Ok    bool                   `protobuf:"varint,2,opt,name=ok,proto3" json:"ok,omitempty"`
+	Error string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// note is what the check adds to its verbose line ("ok (note)").
+	Note          string `protobuf:"bytes,4,opt,name=note,proto3" json:"note,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -635,6 +647,94 @@ func (x *Check) GetError() string {
 	return ""
 }
 
+func (x *Check) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+// FailingWebhook is an admission webhook whose calls keep failing.
+type FailingWebhook struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is the webhook's name in its configuration.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// configuration is "<kind>/<name>" of the configuration that holds it.
+	Configuration string `protobuf:"bytes,2,opt,name=configuration,proto3" json:"configuration,omitempty"`
+	// failures counts the failed calls in a row.
+	Failures  int32  `protobuf:"varint,3,opt,name=failures,proto3" json:"failures,omitempty"`
+	LastError string `protobuf:"bytes,4,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// open says calls are not made for now: the webhook's failurePolicy answers at once.
+	Open          bool `protobuf:"varint,5,opt,name=open,proto3" json:"open,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FailingWebhook) Reset() {
+	*x = FailingWebhook{}
+	mi := &file_apichain_lifecycle_v1_lifecycle_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FailingWebhook) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FailingWebhook) ProtoMessage() {}
+
+func (x *FailingWebhook) ProtoReflect() protoreflect.Message {
+	mi := &file_apichain_lifecycle_v1_lifecycle_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FailingWebhook.ProtoReflect.Descriptor instead.
+func (*FailingWebhook) Descriptor() ([]byte, []int) {
+	return file_apichain_lifecycle_v1_lifecycle_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *FailingWebhook) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *FailingWebhook) GetConfiguration() string {
+	if x != nil {
+		return x.Configuration
+	}
+	return ""
+}
+
+func (x *FailingWebhook) GetFailures() int32 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
+}
+
+func (x *FailingWebhook) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *FailingWebhook) GetOpen() bool {
+	if x != nil {
+		return x.Open
+	}
+	return false
+}
+
 var File_apichain_lifecycle_v1_lifecycle_proto protoreflect.FileDescriptor
 
 const file_apichain_lifecycle_v1_lifecycle_proto_rawDesc = "" +
@@ -646,7 +746,7 @@ const file_apichain_lifecycle_v1_lifecycle_proto_rawDesc = "" +
 	"\x19ListInstanceStatesRequest\"r\n" +
 	"\x1aListInstanceStatesResponse\x12<\n" +
 	"\x06states\x18\x01 \x03(\v2$.apichain.lifecycle.v1.InstanceStateR\x06states\x12\x16\n" +
-	"\x06source\x18\x02 \x01(\tR\x06source\"\xcb\x04\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\"\x9d\x05\n" +
 	"\rInstanceState\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\tR\n" +
@@ -662,7 +762,8 @@ const file_apichain_lifecycle_v1_lifecycle_proto_rawDesc = "" +
 	"\x05ready\x18\t \x01(\bR\x05ready\x12\x16\n" +
 	"\x06served\x18\v \x03(\tR\x06served\x122\n" +
 	"\x05state\x18\r \x01(\x0e2\x1c.apichain.lifecycle.v1.StateR\x05state\x12H\n" +
-	"\vtransitions\x18\x0e \x03(\v2&.apichain.lifecycle.v1.StateTransitionR\vtransitionsJ\x04\b\n" +
+	"\vtransitions\x18\x0e \x03(\v2&.apichain.lifecycle.v1.StateTransitionR\vtransitions\x12P\n" +
+	"\x10failing_webhooks\x18\x0f \x03(\v2%.apichain.lifecycle.v1.FailingWebhookR\x0ffailingWebhooksJ\x04\b\n" +
 	"\x10\vJ\x04\b\f\x10\rR\rshutting_downR\x06phases\"q\n" +
 	"\x0fStateTransition\x122\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1c.apichain.lifecycle.v1.StateR\x05state\x12*\n" +
@@ -676,11 +777,19 @@ const file_apichain_lifecycle_v1_lifecycle_proto_rawDesc = "" +
 	"started_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error\"A\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"U\n" +
 	"\x05Check\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error*\x90\x01\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
+	"\x04note\x18\x04 \x01(\tR\x04note\"\x99\x01\n" +
+	"\x0eFailingWebhook\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12$\n" +
+	"\rconfiguration\x18\x02 \x01(\tR\rconfiguration\x12\x1a\n" +
+	"\bfailures\x18\x03 \x01(\x05R\bfailures\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x04 \x01(\tR\tlastError\x12\x12\n" +
+	"\x04open\x18\x05 \x01(\bR\x04open*\x90\x01\n" +
 	"\x05State\x12\x15\n" +
 	"\x11STATE_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tSTATE_NEW\x10\x01\x12\x12\n" +
@@ -706,7 +815,7 @@ func file_apichain_lifecycle_v1_lifecycle_proto_rawDescGZIP() []byte {
 }
 
 var file_apichain_lifecycle_v1_lifecycle_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_apichain_lifecycle_v1_lifecycle_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_apichain_lifecycle_v1_lifecycle_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_apichain_lifecycle_v1_lifecycle_proto_goTypes = []any{
 	(State)(0),                         // 0: apichain.lifecycle.v1.State
 	(*GetInstanceStateRequest)(nil),    // 1: apichain.lifecycle.v1.GetInstanceStateRequest
@@ -718,32 +827,34 @@ var file_apichain_lifecycle_v1_lifecycle_proto_goTypes = []any{
 	(*Signal)(nil),                     // 7: apichain.lifecycle.v1.Signal
 	(*Hook)(nil),                       // 8: apichain.lifecycle.v1.Hook
 	(*Check)(nil),                      // 9: apichain.lifecycle.v1.Check
-	(*timestamppb.Timestamp)(nil),      // 10: google.protobuf.Timestamp
+	(*FailingWebhook)(nil),             // 10: apichain.lifecycle.v1.FailingWebhook
+	(*timestamppb.Timestamp)(nil),      // 11: google.protobuf.Timestamp
 }
 var file_apichain_lifecycle_v1_lifecycle_proto_depIdxs = []int32{
 	5,  // 0: apichain.lifecycle.v1.GetInstanceStateResponse.state:type_name -> apichain.lifecycle.v1.InstanceState
 	5,  // 1: apichain.lifecycle.v1.ListInstanceStatesResponse.states:type_name -> apichain.lifecycle.v1.InstanceState
-	10, // 2: apichain.lifecycle.v1.InstanceState.started_at:type_name -> google.protobuf.Timestamp
-	10, // 3: apichain.lifecycle.v1.InstanceState.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 2: apichain.lifecycle.v1.InstanceState.started_at:type_name -> google.protobuf.Timestamp
+	11, // 3: apichain.lifecycle.v1.InstanceState.updated_at:type_name -> google.protobuf.Timestamp
 	7,  // 4: apichain.lifecycle.v1.InstanceState.signals:type_name -> apichain.lifecycle.v1.Signal
 	8,  // 5: apichain.lifecycle.v1.InstanceState.hooks:type_name -> apichain.lifecycle.v1.Hook
 	9,  // 6: apichain.lifecycle.v1.InstanceState.checks:type_name -> apichain.lifecycle.v1.Check
 	0,  // 7: apichain.lifecycle.v1.InstanceState.state:type_name -> apichain.lifecycle.v1.State
 	6,  // 8: apichain.lifecycle.v1.InstanceState.transitions:type_name -> apichain.lifecycle.v1.StateTransition
-	0,  // 9: apichain.lifecycle.v1.StateTransition.state:type_name -> apichain.lifecycle.v1.State
-	10, // 10: apichain.lifecycle.v1.StateTransition.at:type_name -> google.protobuf.Timestamp
-	10, // 11: apichain.lifecycle.v1.Signal.at:type_name -> google.protobuf.Timestamp
-	10, // 12: apichain.lifecycle.v1.Hook.started_at:type_name -> google.protobuf.Timestamp
-	10, // 13: apichain.lifecycle.v1.Hook.finished_at:type_name -> google.protobuf.Timestamp
-	1,  // 14: apichain.lifecycle.v1.LifecycleService.GetInstanceState:input_type -> apichain.lifecycle.v1.GetInstanceStateRequest
-	3,  // 15: apichain.lifecycle.v1.LifecycleService.ListInstanceStates:input_type -> apichain.lifecycle.v1.ListInstanceStatesRequest
-	2,  // 16: apichain.lifecycle.v1.LifecycleService.GetInstanceState:output_type -> apichain.lifecycle.v1.GetInstanceStateResponse
-	4,  // 17: apichain.lifecycle.v1.LifecycleService.ListInstanceStates:output_type -> apichain.lifecycle.v1.ListInstanceStatesResponse
-	16, // [16:18] is the sub-list for method output_type
-	14, // [14:16] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	10, // 9: apichain.lifecycle.v1.InstanceState.failing_webhooks:type_name -> apichain.lifecycle.v1.FailingWebhook
+	0,  // 10: apichain.lifecycle.v1.StateTransition.state:type_name -> apichain.lifecycle.v1.State
+	11, // 11: apichain.lifecycle.v1.StateTransition.at:type_name -> google.protobuf.Timestamp
+	11, // 12: apichain.lifecycle.v1.Signal.at:type_name -> google.protobuf.Timestamp
+	11, // 13: apichain.lifecycle.v1.Hook.started_at:type_name -> google.protobuf.Timestamp
+	11, // 14: apichain.lifecycle.v1.Hook.finished_at:type_name -> google.protobuf.Timestamp
+	1,  // 15: apichain.lifecycle.v1.LifecycleService.GetInstanceState:input_type -> apichain.lifecycle.v1.GetInstanceStateRequest
+	3,  // 16: apichain.lifecycle.v1.LifecycleService.ListInstanceStates:input_type -> apichain.lifecycle.v1.ListInstanceStatesRequest
+	2,  // 17: apichain.lifecycle.v1.LifecycleService.GetInstanceState:output_type -> apichain.lifecycle.v1.GetInstanceStateResponse
+	4,  // 18: apichain.lifecycle.v1.LifecycleService.ListInstanceStates:output_type -> apichain.lifecycle.v1.ListInstanceStatesResponse
+	17, // [17:19] is the sub-list for method output_type
+	15, // [15:17] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_apichain_lifecycle_v1_lifecycle_proto_init() }
@@ -757,7 +868,7 @@ func file_apichain_lifecycle_v1_lifecycle_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_apichain_lifecycle_v1_lifecycle_proto_rawDesc), len(file_apichain_lifecycle_v1_lifecycle_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
