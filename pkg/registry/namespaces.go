@@ -49,7 +49,9 @@ func Namespaces() *Resource {
 			ns := o.(*corev1.Namespace)
 			ns.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}
 			ns.Status.Phase = corev1.NamespaceActive
+			labelWithName(ns)
 		},
+		PrepareForUpdate: func(o, _ runtime.Object) { labelWithName(o.(*corev1.Namespace)) },
 		PendingDeletion: func(o runtime.Object) bool { return len(o.(*corev1.Namespace).Spec.Finalizers) > 0 },
 		OnDeletionStart: func(o runtime.Object) { o.(*corev1.Namespace).Status.Phase = corev1.NamespaceTerminating },
 		FieldLabels: func(o runtime.Object) fields.Set {
@@ -60,4 +62,13 @@ func Namespaces() *Resource {
 			return []any{string(o.(*corev1.Namespace).Status.Phase), AgeCell(o)}
 		},
 	}
+}
+
+// labelWithName sets kubernetes.io/metadata.name to the namespace's name, as kube does on
+// every write, so selectors can pick namespaces by name.
+func labelWithName(ns *corev1.Namespace) {
+	if ns.Labels == nil {
+		ns.Labels = map[string]string{}
+	}
+	ns.Labels[corev1.LabelMetadataName] = ns.Name
 }

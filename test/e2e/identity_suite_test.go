@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,6 +38,8 @@ type suiteTarget struct {
 	dir             string
 	vars            map[string]string
 	kubeconfigs     map[string]string
+	webhooks        *webhookServer           // for cases with received, made by a setup
+	background      map[string]chan []string // outputs of background cases, by name
 }
 
 // suiteCase is one command and what it must answer. who is "admin" (the admin certificate),
@@ -60,6 +65,13 @@ type suiteCase struct {
 	// apichainOnly: what a bare kube-apiserver leaves to kube-controller-manager (aggregating
 	// ClusterRoles), which apichain runs in core.
 	apichainOnly bool
+	// received: the output is the request of the last AdmissionReview the test's webhook
+	// server got on this path, as JSON.
+	received string
+	// background runs the case this many times at once without waiting; the case named by
+	// await later outputs their sorted outputs (for curl, the HTTP codes), one per line.
+	background int
+	await      string
 }
 
 func suiteCases() []suiteCase {
@@ -319,7 +331,9 @@ func TestIdentitySuite(t *testing.T) {
 // runSuiteOnBoth runs cases (at least min of them) against apichain, and against
 // kube-apiserver when APICHAIN_SUITE_KUBE names a kube-reference run directory (a fresh one
 // per suite: the cases create what they use).
-func runSuiteOnBoth(t *testing.T, cases []suiteCase, min int) {
+// runSuiteOnBoth runs cases against kube-apiserver (with APICHAIN_SUITE_KUBE) and apichain;
+// setup prepares each target (its own webhook server and the variables cases use).
+func runSuiteOnBoth(t *testing.T, cases []suiteCase, min int, setup ...func(*suiteTarget)) {
 	require.GreaterOrEqual(t, len(cases), min)
 	for _, tool := range []string{"curl", "openssl", "kubectl"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -332,7 +346,7 @@ func runSuiteOnBoth(t *testing.T, cases []suiteCase, min int) {
 			require.NoError(t, err)
 			runSuite(t, &suiteTarget{kube: true, server: cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster].Server,
 				caFile: filepath.Join(dir, "certs", "ca.crt"), caKey: filepath.Join(dir, "certs", "ca.key"),
-				adminKubeconfig: filepath.Join(dir, "kubeconfig")}, cases)
+				adminKubeconfig: filepath.Join(dir, "kubeconfig")}, cases, setup...)
 		})
 	}
 	t.Run("apichain", func(t *testing.T) {
@@ -340,14 +354,22 @@ func runSuiteOnBoth(t *testing.T, cases []suiteCase, min int) {
 		writeFile(t, tokens, suiteTokens)
 		c, _ := startAllInOne(t, "--token-auth-file", tokens)
 		runSuite(t, &suiteTarget{server: c.base, caFile: filepath.Join(c.data, "pki", "ca.crt"), caKey: filepath.Join(c.data, "pki", "ca.key"),
-			adminKubeconfig: filepath.Join(c.data, "admin.kubeconfig")}, cases)
+			adminKubeconfig: filepath.Join(c.data, "admin.kubeconfig")}, cases, setup...)
 	})
 }
 
-func runSuite(t *testing.T, tg *suiteTarget, cases []suiteCase) {
+func runSuite(t *testing.T, tg *suiteTarget, cases []suiteCase, setup ...func(*suiteTarget)) {
 	tg.t, tg.dir, tg.vars, tg.kubeconfigs = t, t.TempDir(), map[string]string{}, map[string]string{}
+	tg.background = map[string]chan []string{}
+	for _, f := range setup {
+		f(tg)
+	}
 	for i, c := range cases {
 		if c.apichainOnly && tg.kube {
+			continue
+		}
+		if c.background > 0 {
+			tg.startBackground(i, c)
 			continue
 		}
 		deadline := time.Now()
@@ -384,14 +406,45 @@ func (tg *suiteTarget) expand(s string) string {
 }
 
 // run runs one case and says what is wrong with its outcome ("" for nothing).
+// startBackground starts c.background copies of case i; their outputs go to c.name.
+func (tg *suiteTarget) startBackground(i int, c suiteCase) {
+	done := make(chan []string, 1)
+	tg.background[c.name] = done
+	outs := make([]string, c.background)
+	var wg sync.WaitGroup
+	for j := range c.background {
+		wg.Go(func() { outs[j], _ = tg.run(i, c) })
+	}
+	go func() {
+		wg.Wait()
+		sort.Strings(outs)
+		done <- outs
+	}()
+}
+
 func (tg *suiteTarget) run(i int, c suiteCase) (string, string) {
 	var out string
 	var failed bool
 	switch {
+	case c.await != "":
+		select {
+		case outs := <-tg.background[c.await]:
+			out = strings.Join(outs, "\n")
+		case <-time.After(60 * time.Second):
+			return "", "the background case " + c.await + " did not end"
+		}
+	case c.received != "":
+		reviews := tg.webhooks.received(c.received)
+		if len(reviews) == 0 {
+			return "", "the webhook got nothing on " + c.received
+		}
+		b, err := json.Marshal(reviews[len(reviews)-1].Request)
+		require.NoError(tg.t, err)
+		out = string(b)
 	case c.kubectl != nil:
 		args := make([]string, len(c.kubectl))
 		for j, a := range c.kubectl {
-			args[j] = a
+			args[j] = tg.expand(a)
 			if a == "{file}" {
 				args[j] = filepath.Join(tg.dir, "case-"+strconv.Itoa(i)+".json")
 				writeFile(tg.t, args[j], tg.expand(c.file))
@@ -405,13 +458,19 @@ func (tg *suiteTarget) run(i int, c suiteCase) (string, string) {
 		}
 	case c.curl != nil:
 		args := append([]string{"-sS", "--max-time", "20", "-w", "\n%{http_code}", "--cacert", tg.caFile, "-X", c.curl[0]}, tg.credentials(c.who)...)
-		args = append(append(args, c.curl[2:]...), tg.server+c.curl[1])
+		for _, a := range c.curl[2:] {
+			args = append(args, tg.expand(a))
+		}
+		args = append(args, tg.server+tg.expand(c.curl[1]))
 		raw, err := tg.exec("curl", args...)
 		if err != nil {
 			return raw, "curl: " + err.Error()
 		}
 		body, code, _ := cutLast(raw, "\n")
 		out = body
+		if c.background > 0 {
+			return code, ""
+		}
 		if code != strconv.Itoa(c.code) {
 			return out, "HTTP " + code + ", want " + strconv.Itoa(c.code)
 		}
@@ -423,17 +482,18 @@ func (tg *suiteTarget) run(i int, c suiteCase) (string, string) {
 		b, _ := cmd.CombinedOutput()
 		out = string(b)
 	}
-	if c.want == "" {
+	want := tg.expand(c.want)
+	if want == "" {
 		return out, ""
 	}
-	if re, ok := strings.CutPrefix(c.want, "re:"); ok {
+	if re, ok := strings.CutPrefix(want, "re:"); ok {
 		if !regexp.MustCompile(re).MatchString(strings.TrimSpace(out)) {
 			return out, "output does not match " + re
 		}
 		return out, ""
 	}
-	if !strings.Contains(out, c.want) {
-		return out, "output lacks " + c.want
+	if !strings.Contains(out, want) {
+		return out, "output lacks " + want
 	}
 	return out, ""
 }

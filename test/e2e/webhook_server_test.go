@@ -28,6 +28,9 @@ import (
 //	/slow             answers after the caller gave up (or 20 s)
 //	/malformed        answers with something that is not an AdmissionReview
 //	/wrong-uid        answers for another request
+//	/deny-code        denies with code 403, reason Forbidden and the message "no way"
+//	/warn             allows with the warning "careful with <name>"
+//	/bad-patch        allows with a JSON patch that cannot apply
 //
 // It keeps every AdmissionReview it received, by path.
 type webhookServer struct {
@@ -107,6 +110,14 @@ func (s *webhookServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/wrong-uid":
 		resp.UID = "not-" + review.Request.UID
+	case "/deny-code":
+		resp.Allowed = false
+		resp.Result = &metav1.Status{Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden, Message: "no way"}
+	case "/warn":
+		resp.Warnings = []string{"careful with " + review.Request.Name}
+	case "/bad-patch":
+		pt := admissionv1.PatchTypeJSONPatch
+		resp.Patch, resp.PatchType = []byte(`[{"op":"remove","path":"/spec/nope"}]`), &pt
 	default:
 		http.NotFound(w, r)
 		return
@@ -126,15 +137,20 @@ func deadURL(t testing.TB) string {
 	return "https://" + addr
 }
 
-// webhookYAML renders one webhook of a configuration.
+// webhookYAML renders one webhook of a configuration (sideEffects None unless extra says).
 func webhookYAML(name, url, caBundle, rules string, extra ...string) string {
 	var b strings.Builder
 	b.WriteString("- name: " + name + "\n")
 	b.WriteString("  clientConfig: {url: \"" + url + "\", caBundle: " + caBundle + "}\n")
 	b.WriteString("  rules: " + rules + "\n")
-	b.WriteString("  sideEffects: None\n  admissionReviewVersions: [v1]\n")
+	sideEffects := "None"
 	for _, e := range extra {
+		if v, ok := strings.CutPrefix(e, "sideEffects: "); ok {
+			sideEffects = v
+			continue
+		}
 		b.WriteString("  " + e + "\n")
 	}
+	b.WriteString("  sideEffects: " + sideEffects + "\n  admissionReviewVersions: [v1]\n")
 	return b.String()
 }

@@ -17,6 +17,7 @@ import (
 	apidiscovery "github.com/apichain/apichain/pkg/discovery"
 	"github.com/apichain/apichain/pkg/openapi"
 	"github.com/apichain/apichain/pkg/topology"
+	"github.com/apichain/apichain/services/gateway/filters"
 	"github.com/apichain/apichain/services/gateway/proxy"
 	"github.com/apichain/apichain/services/gateway/routing"
 	"google.golang.org/grpc"
@@ -38,7 +39,7 @@ func (d *Documents) Serve(w http.ResponseWriter, r *http.Request) {
 	req := &discoveryv1.GetDocumentRequest{Path: r.URL.Path, Accept: r.Header.Get("Accept"), Query: r.URL.RawQuery}
 	switch strings.TrimSuffix(r.URL.Path, "/") {
 	case "/apis":
-		d.serveGroupList(ctx, w, req)
+		d.serveGroupList(ctx, w, r, req)
 		return
 	case "/openapi/v3":
 		d.serveOpenAPIIndex(ctx, w, req)
@@ -59,7 +60,24 @@ func (d *Documents) Serve(w http.ResponseWriter, r *http.Request) {
 		proxy.WriteError(w, err)
 		return
 	}
+	if !strings.HasPrefix(r.URL.Path, "/openapi/") {
+		doc = indentForPeople(r, doc)
+	}
 	proxy.WriteBody(w, http.StatusOK, doc)
+}
+
+// indentForPeople indents a JSON discovery document for curl, Wget and browsers, as kube
+// does (its OpenAPI documents are written as they are).
+func indentForPeople(r *http.Request, b *resourcev1.Body) *resourcev1.Body {
+	if !filters.PrettyPrint(r) || !strings.HasPrefix(b.GetContentType(), "application/json") {
+		return b
+	}
+	var out bytes.Buffer
+	if json.Indent(&out, b.GetData(), "", "  ") != nil {
+		return b
+	}
+	out.WriteByte('\n')
+	return &resourcev1.Body{ContentType: b.GetContentType(), Data: out.Bytes()}
 }
 
 // documentGroupVersion is the route key of a discovery path: "v1" for /api/v1, "g/v" for
@@ -83,7 +101,7 @@ func documentGroupVersion(p string) string {
 
 // serveGroupList merges every service's /apis in chain order: the APIGroupList, or the
 // aggregated APIGroupDiscoveryList when the client asks for it.
-func (d *Documents) serveGroupList(ctx context.Context, w http.ResponseWriter, req *discoveryv1.GetDocumentRequest) {
+func (d *Documents) serveGroupList(ctx context.Context, w http.ResponseWriter, r *http.Request, req *discoveryv1.GetDocumentRequest) {
 	aggregated := apidiscovery.WantsAggregated(req.GetAccept())
 	var items []json.RawMessage
 	seen := map[string]bool{}
@@ -134,7 +152,7 @@ func (d *Documents) serveGroupList(ctx context.Context, w http.ResponseWriter, r
 	}
 	data, _ := json.Marshal(doc)
 	w.Header().Set("Vary", "Accept")
-	proxy.WriteBody(w, http.StatusOK, &resourcev1.Body{ContentType: contentType, Data: data})
+	proxy.WriteBody(w, http.StatusOK, indentForPeople(r, &resourcev1.Body{ContentType: contentType, Data: data}))
 }
 
 // serveOpenAPIIndex merges the /openapi/v3 indexes of every service, so each group/version

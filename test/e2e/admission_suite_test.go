@@ -1,0 +1,361 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+)
+
+// The admission and priority-and-fairness suite: kubectl and curl cases on webhooks (a real
+// HTTPS webhook server on loopback; deny, mutate, ordering, selectors, what a webhook
+// receives, dry-run and side effects, failures, codes, warnings, match conditions, the
+// configurations' defaults and validation), ValidatingAdmissionPolicies (Deny and Warn
+// bindings, messageExpression, params by name, validation), and API Priority and Fairness
+// (bootstrap objects, response headers, a Dangling status, a flood rejected for one user
+// while system:masters and another user are served, the debug dumps, metrics), run in order
+// against a server started with --token-auth-file and default flags otherwise. Every
+// expectation was checked against kube-apiserver 1.37.2 (APICHAIN_SUITE_KUBE).
+func TestAdmissionSuite(t *testing.T) {
+	runSuiteOnBoth(t, admissionSuiteCases(), 90, func(tg *suiteTarget) {
+		tg.webhooks = startWebhookServer(tg.t)
+		tg.vars["wh"], tg.vars["ca"], tg.vars["dead"] = tg.webhooks.url, tg.webhooks.caBundle, deadURL(tg.t)
+	})
+}
+
+// suiteHook is one webhook calling path on the suite's webhook server.
+func suiteHook(name, path, rules string, extra ...string) string {
+	return webhookYAML(name, "{wh}"+path, "{ca}", rules, extra...)
+}
+
+func webhookConfig(kind, name string, hooks ...string) string {
+	return "apiVersion: admissionregistration.k8s.io/v1\nkind: " + kind + "WebhookConfiguration\nmetadata: {name: " + name + "}\nwebhooks:\n" +
+		strings.Join(hooks, "")
+}
+
+func admissionSuiteCases() []suiteCase {
+	alice, carol := "token:alice-token", "token:carol-token"
+	const (
+		cmRules     = `[{operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]`
+		secretRules = `[{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [secrets]}]`
+		inAdm       = `namespaceSelector: {matchLabels: {webhooks: "on"}}`
+		notSkipped  = "objectSelector: {matchExpressions: [{key: skip, operator: DoesNotExist}]}"
+		jsonHeader  = "Content-Type: application/json"
+	)
+	vwc := func(name string, hooks ...string) string { return webhookConfig("Validating", name, hooks...) }
+	mwc := func(name string, hooks ...string) string { return webhookConfig("Mutating", name, hooks...) }
+	secretHook := func(name, path string, extra ...string) string {
+		return vwc(name, suiteHook(strings.TrimPrefix(name, "c-")+".example.com", path, secretRules, append([]string{inAdm}, extra...)...))
+	}
+	cm := func(name, ns, labels string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + ", namespace: " + ns + ", labels: {" + labels + "}}\ndata: {a: b}\n"
+	}
+	apply := func(name, content string) suiteCase {
+		return suiteCase{name: name, who: "admin", kubectl: []string{"apply", "-f", "{file}"}, file: content, want: "created"}
+	}
+	invalid := func(name, content, want string) suiteCase {
+		return suiteCase{name: name, who: "admin", kubectl: []string{"apply", "-f", "{file}"}, file: content, fail: true, want: want}
+	}
+	createSecret := func(name string) []string {
+		return []string{"create", "secret", "generic", name, "-n", "adm", "--from-literal=a=b"}
+	}
+	return []suiteCase{
+		// Webhook configurations, and what a matching request meets.
+		{name: "namespace adm", who: "admin", kubectl: []string{"create", "namespace", "adm"}, want: "namespace/adm created"},
+		{name: "label adm", who: "admin", kubectl: []string{"label", "namespace", "adm", "webhooks=on"}, want: "namespace/adm labeled"},
+		{name: "namespace plain", who: "admin", kubectl: []string{"create", "namespace", "plain"}, want: "namespace/plain created"},
+		apply("mutating configuration", mwc("a-mutate", suiteHook("mutate.example.com", "/mutate", cmRules, inAdm, notSkipped))),
+		apply("validating configuration", vwc("b-validate",
+			suiteHook("deny.example.com", "/deny", cmRules, inAdm, notSkipped),
+			suiteHook("require.example.com", "/require-mutated", cmRules, inAdm, notSkipped),
+			suiteHook("record.example.com", "/allow", cmRules, inAdm, notSkipped))),
+		{name: "mutating columns", who: "admin", kubectl: []string{"get", "mutatingwebhookconfigurations"}, want: `re:(?m)^a-mutate\s+1\s+\S+$`},
+		{name: "validating columns", who: "admin", kubectl: []string{"get", "validatingwebhookconfiguration", "b-validate"}, want: `re:(?m)^b-validate\s+3\s+\S+$`},
+		{name: "validating defaults", who: "admin", kubectl: []string{"get", "validatingwebhookconfiguration", "b-validate", "-o",
+			"jsonpath={.webhooks[0].failurePolicy} {.webhooks[0].matchPolicy} {.webhooks[0].timeoutSeconds} {.webhooks[0].rules[0].scope}"},
+			want: "Fail Equivalent 10 *"},
+		{name: "mutating defaults", who: "admin", kubectl: []string{"get", "mutatingwebhookconfiguration", "a-mutate", "-o",
+			"jsonpath={.webhooks[0].reinvocationPolicy} {.webhooks[0].objectSelector.matchExpressions[0].operator}"}, want: "Never DoesNotExist"},
+		{name: "denied", who: "admin", kubectl: []string{"create", "-f", "{file}", "--dry-run=server"}, file: cm("denied", "adm", "deny: \"true\""), fail: true, eventually: true,
+			want: `admission webhook "deny.example.com" denied the request: label deny is set`},
+		{name: "denied is not stored", who: "admin", kubectl: []string{"get", "configmap", "denied", "-n", "adm"}, fail: true, want: `configmaps "denied" not found`},
+		{name: "mutated and admitted", who: "admin", kubectl: []string{"create", "configmap", "m1", "-n", "adm", "--from-literal=a=b"}, want: "configmap/m1 created"},
+		{name: "mutating webhook warning", who: "admin", kubectl: []string{"create", "configmap", "m2", "-n", "adm"}, want: "Warning: mutated by the test webhook"},
+		{name: "validating webhook warning", who: "admin", kubectl: []string{"create", "configmap", "m3", "-n", "adm"}, want: "Warning: deny webhook looked at m3"},
+		{name: "mutation stored", who: "admin", kubectl: []string{"get", "configmap", "m1", "-n", "adm", "-o", "jsonpath={.metadata.labels.mutated}"}, want: "yes"},
+		{name: "validation sees the mutation", received: "/allow", want: `"labels":{"mutated":"yes"}`},
+		{name: "review operation", received: "/allow", want: `"operation":"CREATE"`},
+		{name: "review kind", received: "/allow", want: `"kind":{"group":"","version":"v1","kind":"ConfigMap"},"resource":{"group":"","version":"v1","resource":"configmaps"}`},
+		{name: "review request kind", received: "/allow", want: `"requestKind":{"group":"","version":"v1","kind":"ConfigMap"},"requestResource":{"group":"","version":"v1","resource":"configmaps"}`},
+		{name: "review name and namespace", received: "/allow", want: `"name":"m3","namespace":"adm"`},
+		{name: "review create options", received: "/allow", want: `"options":{"kind":"CreateOptions","apiVersion":"meta.k8s.io/v1","fieldManager":"kubectl-create"`},
+		{name: "review not dry-run", received: "/allow", want: `"dryRun":false`},
+		// Not the edit ClusterRole: a bare kube-apiserver leaves its aggregated rules to kube-controller-manager.
+		{name: "configmap writer role", who: "admin", kubectl: []string{"create", "role", "cm-writer", "-n", "adm", "--verb=create,get,list", "--resource=configmaps"},
+			want: "role.rbac.authorization.k8s.io/cm-writer created"},
+		{name: "alice may write configmaps in adm", who: "admin", kubectl: []string{"create", "rolebinding", "alice-cm", "-n", "adm", "--role=cm-writer", "--user=alice"},
+			want: "rolebinding.rbac.authorization.k8s.io/alice-cm created"},
+		{name: "alice creates", who: alice, kubectl: []string{"create", "configmap", "a1", "-n", "adm"}, eventually: true, want: "configmap/a1 created"},
+		{name: "review user", received: "/allow", want: `"userInfo":{"username":"alice","uid":"1001","groups":["system:authenticated"]}`},
+		{name: "update denied", who: "admin", kubectl: []string{"label", "configmap", "m1", "-n", "adm", "deny=true"}, fail: true,
+			want: `admission webhook "deny.example.com" denied the request: label deny is set`},
+		{name: "update review", received: "/deny", want: `"operation":"UPDATE"`},
+		{name: "update review old object", received: "/deny", want: `"oldObject":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"m1"`},
+		{name: "update allowed", who: "admin", kubectl: []string{"label", "configmap", "m1", "-n", "adm", "color=blue"}, want: "configmap/m1 labeled"},
+		{name: "patch is reviewed as an update", received: "/allow", want: `"options":{"kind":"UpdateOptions","apiVersion":"meta.k8s.io/v1","fieldManager":"kubectl-label"}`},
+		{name: "object selector", who: "admin", kubectl: []string{"create", "-f", "{file}"}, file: cm("skipped", "adm", "deny: \"true\", skip: \"1\""),
+			want: "configmap/skipped created"},
+		{name: "namespace selector", who: "admin", kubectl: []string{"create", "-f", "{file}"}, file: cm("elsewhere", "plain", "deny: \"true\""),
+			want: "configmap/elsewhere created"},
+		{name: "delete is not matched", who: "admin", kubectl: []string{"delete", "configmap", "m2", "-n", "adm"}, want: `configmap "m2" deleted`},
+
+		// Dry-run and side effects.
+		{name: "server dry-run", who: "admin", kubectl: []string{"create", "configmap", "d1", "-n", "adm", "--dry-run=server"}, want: "configmap/d1 created (server dry run)"},
+		{name: "dry-run review", received: "/allow", want: `"dryRun":true`},
+		{name: "dry-run stores nothing", who: "admin", kubectl: []string{"get", "configmap", "d1", "-n", "adm"}, fail: true, want: `configmaps "d1" not found`},
+		{name: "dry-run mutated", who: "admin", kubectl: []string{"create", "configmap", "d2", "-n", "adm", "--dry-run=server", "-o", "jsonpath={.metadata.labels.mutated}"},
+			want: "yes"},
+		apply("side effects NoneOnDryRun", secretHook("c-sideeffects", "/allow", "sideEffects: NoneOnDryRun")),
+		{name: "dry-run with NoneOnDryRun", who: "admin", kubectl: append(createSecret("s0"), "--dry-run=server"), eventually: true, want: "secret/s0 created (server dry run)"},
+		{name: "NoneOnDryRun is called on dry-run", received: "/allow", want: `"name":"s0","namespace":"adm","operation":"CREATE"`},
+		{name: "remove side effects", who: "admin", kubectl: []string{"delete", "validatingwebhookconfiguration", "c-sideeffects"}, want: "deleted"},
+		invalid("side effects Unknown", secretHook("c-bad", "/allow", "sideEffects: Unknown"),
+			`webhooks[0].sideEffects: Unsupported value: "Unknown": supported values: "None", "NoneOnDryRun"`),
+
+		// Webhooks that fail.
+		{name: "dead endpoint", who: "admin", kubectl: []string{"apply", "-f", "{file}"},
+			file: vwc("c-dead", webhookYAML("dead.example.com", "{dead}/", "{ca}", secretRules, inAdm)), want: "created"},
+		{name: "dead endpoint fails closed", who: "admin", kubectl: append(createSecret("s2"), "--dry-run=server"), fail: true, eventually: true,
+			want: `Internal error occurred: failed calling webhook "dead.example.com": failed to call webhook: Post "{dead}/?timeout=10s": dial tcp`},
+		{name: "dead endpoint Ignore", who: "admin", kubectl: []string{"patch", "validatingwebhookconfiguration", "c-dead", "--type=json",
+			"-p", `[{"op":"replace","path":"/webhooks/0/failurePolicy","value":"Ignore"}]`}, want: "patched"},
+		{name: "dead endpoint fails open", who: "admin", kubectl: createSecret("s3"), eventually: true, want: "secret/s3 created"},
+		{name: "remove dead", who: "admin", kubectl: []string{"delete", "validatingwebhookconfiguration", "c-dead"}, want: "deleted"},
+		apply("slow webhook", secretHook("c-slow", "/slow", "timeoutSeconds: 1")),
+		{name: "slow webhook cut at its timeout", who: "admin", kubectl: append(createSecret("s4"), "--dry-run=server"), fail: true, eventually: true,
+			want: `failed calling webhook "slow.example.com": failed to call webhook: Post "{wh}/slow?timeout=1s": context deadline exceeded`},
+		{name: "remove slow", who: "admin", kubectl: []string{"delete", "validatingwebhookconfiguration", "c-slow"}, want: "deleted"},
+		apply("malformed answer", secretHook("c-malformed", "/malformed")),
+		{name: "malformed answer fails", who: "admin", kubectl: append(createSecret("s5"), "--dry-run=server"), fail: true, eventually: true,
+			want: `Internal error occurred: failed calling webhook "malformed.example.com": failed to call webhook: `},
+		{name: "remove malformed", who: "admin", kubectl: []string{"delete", "validatingwebhookconfiguration", "c-malformed"}, want: "deleted"},
+		apply("answer for another request", secretHook("c-wronguid", "/wrong-uid")),
+		{name: "wrong uid fails", who: "admin", kubectl: append(createSecret("s5"), "--dry-run=server"), fail: true, eventually: true,
+			want: `failed calling webhook "wronguid.example.com": received invalid webhook response: expected response.uid=`},
+		{name: "remove wrong uid", who: "admin", kubectl: []string{"delete", "validatingwebhookconfiguration", "c-wronguid"}, want: "deleted"},
+		apply("denial with a code", secretHook("c-code", "/deny-code")),
+		{name: "denial keeps its code", who: "admin", curl: []string{"POST", "/api/v1/namespaces/adm/secrets?dryRun=All", "-H", jsonHeader, "-d", `{"metadata":{"name":"s6"}}`},
+			code: 403, eventually: true, want: `"message": "admission webhook \"code.example.com\" denied the request: no way",
+  "reason": "Forbidden"`},
+		{name: "remove code", who: "admin", kubectl: []string{"delete", "validatingwebhookconfiguration", "c-code"}, want: "deleted"},
+		{name: "patch that cannot apply", who: "admin", kubectl: []string{"apply", "-f", "{file}"},
+			file: mwc("c-badpatch", suiteHook("badpatch.example.com", "/bad-patch", secretRules, inAdm)), want: "created"},
+		{name: "bad patch fails", who: "admin", kubectl: append(createSecret("s7"), "--dry-run=server"), fail: true, eventually: true, want: `Internal error occurred: `},
+		{name: "remove bad patch", who: "admin", kubectl: []string{"delete", "mutatingwebhookconfiguration", "c-badpatch"}, want: "deleted"},
+		apply("warning webhook", secretHook("c-warn", "/warn")),
+		{name: "webhook warning", who: "admin", kubectl: createSecret("s8"), eventually: true, want: "Warning: careful with s8"},
+		{name: "remove warn", who: "admin", kubectl: []string{"delete", "validatingwebhookconfiguration", "c-warn"}, want: "deleted"},
+
+		// Match conditions, scope, and the configurations' validation.
+		apply("match conditions", vwc("c-mc", suiteHook("mc.example.com", "/deny-code", `[{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]`,
+			`matchConditions: [{name: only-mc, expression: 'object.metadata.name.startsWith("mc-")'}]`))),
+		{name: "matching condition", who: "admin", kubectl: []string{"create", "configmap", "mc-1", "-n", "plain", "--dry-run=server"}, fail: true, eventually: true,
+			want: `admission webhook "mc.example.com" denied the request: no way`},
+		{name: "condition not met", who: "admin", kubectl: []string{"create", "configmap", "other", "-n", "plain"}, want: "configmap/other created"},
+		{name: "remove mc", who: "admin", kubectl: []string{"delete", "validatingwebhookconfiguration", "c-mc"}, want: "deleted"},
+		apply("cluster-scoped rule", vwc("c-ns", suiteHook("nsdeny.example.com", "/deny", `[{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [namespaces], scope: Cluster}]`))),
+		{name: "namespace denied", who: "admin", kubectl: []string{"create", "-f", "{file}", "--dry-run=server"}, fail: true, eventually: true,
+			file: "apiVersion: v1\nkind: Namespace\nmetadata: {name: nsdenied, labels: {deny: \"true\"}}\n", want: `admission webhook "nsdeny.example.com" denied the request: label deny is set`},
+		{name: "namespaced scope", who: "admin", kubectl: []string{"patch", "validatingwebhookconfiguration", "c-ns", "--type=json",
+			"-p", `[{"op":"replace","path":"/webhooks/0/rules/0/scope","value":"Namespaced"}]`}, want: "patched"},
+		{name: "namespace not matched by Namespaced", who: "admin", kubectl: []string{"create", "-f", "{file}"}, eventually: true,
+			file: "apiVersion: v1\nkind: Namespace\nmetadata: {name: nsdenied, labels: {deny: \"true\"}}\n", want: "namespace/nsdenied created"},
+		{name: "remove ns", who: "admin", kubectl: []string{"delete", "validatingwebhookconfiguration", "c-ns"}, want: "deleted"},
+		invalid("condition that does not compile", vwc("c-bad", suiteHook("bad.example.com", "/allow", cmRules, `matchConditions: [{name: c, expression: 'object.metadata.name.startsWith('}]`)),
+			`webhooks[0].matchConditions[0].expression: Invalid value: "object.metadata.name.startsWith(": compilation failed: `),
+		invalid("timeout too long", vwc("c-bad", suiteHook("bad.example.com", "/allow", cmRules, "timeoutSeconds: 31")),
+			`webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds`),
+		invalid("name without dots", vwc("c-bad", suiteHook("nodots", "/allow", cmRules)),
+			`webhooks[0].name: Invalid value: "nodots": should be a domain with at least three segments separated by dots`),
+		invalid("plain http", vwc("c-bad", webhookYAML("bad.example.com", "http://127.0.0.1:1/", "{ca}", cmRules)),
+			`webhooks[0].clientConfig.url: Invalid value: "http": 'https' is the only allowed URL scheme; desired format: https://host[/path]`),
+		invalid("duplicate names", vwc("c-bad", suiteHook("dup.example.com", "/allow", cmRules), suiteHook("dup.example.com", "/allow", cmRules)),
+			`webhooks[1].name: Duplicate value: "dup.example.com"`),
+		invalid("no review versions", "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: c-bad}\nwebhooks:\n"+
+			"- {name: bad.example.com, clientConfig: {url: \"https://127.0.0.1:1/\"}, sideEffects: None}\n",
+			`webhooks[0].admissionReviewVersions: Required value: must specify one of v1, v1beta1`),
+		invalid("unknown failure policy", vwc("c-bad", suiteHook("bad.example.com", "/allow", cmRules, "failurePolicy: Maybe")),
+			`webhooks[0].failurePolicy: Unsupported value: "Maybe": supported values: "Fail", "Ignore"`),
+
+		// ValidatingAdmissionPolicy.
+		{name: "namespace vap", who: "admin", kubectl: []string{"create", "namespace", "vap"}, want: "namespace/vap created"},
+		{name: "label vap", who: "admin", kubectl: []string{"label", "namespace", "vap", "policy=on"}, want: "labeled"},
+		apply("policy", `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: cm-keys}
+spec:
+  matchConstraints:
+    resourceRules: [{operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+  validations:
+  - {expression: "!has(object.data) || size(object.data) <= 2", message: at most two keys}
+  - expression: "object.metadata.name.size() < 10"
+    messageExpression: "'name ' + object.metadata.name + ' is too long'"
+`),
+		apply("deny binding", `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: cm-keys-deny}
+spec:
+  policyName: cm-keys
+  validationActions: [Deny]
+  matchResources: {namespaceSelector: {matchLabels: {policy: "on"}}}
+`),
+		{name: "policy columns", who: "admin", kubectl: []string{"get", "validatingadmissionpolicies"}, want: `re:(?m)^cm-keys\s+2\s+<unset>\s+\S+$`},
+		{name: "binding columns", who: "admin", kubectl: []string{"get", "validatingadmissionpolicybindings"}, want: `re:(?m)^cm-keys-deny\s+cm-keys\s+<unset>\s+\S+$`},
+		{name: "policy denies", who: "admin", kubectl: []string{"create", "configmap", "big", "-n", "vap", "--from-literal=a=1", "--from-literal=b=2", "--from-literal=c=3", "--dry-run=server"},
+			fail: true, eventually: true,
+			want: `configmaps "big" is forbidden: ValidatingAdmissionPolicy 'cm-keys' with binding 'cm-keys-deny' denied request: at most two keys`},
+		{name: "message expression", who: "admin", kubectl: []string{"create", "configmap", "averyverylongname", "-n", "vap"}, fail: true,
+			want: `ValidatingAdmissionPolicy 'cm-keys' with binding 'cm-keys-deny' denied request: name averyverylongname is too long`},
+		{name: "policy allows", who: "admin", kubectl: []string{"create", "configmap", "small", "-n", "vap", "--from-literal=a=1"}, want: "configmap/small created"},
+		{name: "policy on update", who: "admin", kubectl: []string{"patch", "configmap", "small", "-n", "vap", "-p", `{"data":{"b":"2","c":"3"}}`}, fail: true,
+			want: `denied request: at most two keys`},
+		{name: "outside the binding", who: "admin", kubectl: []string{"create", "configmap", "big", "-n", "plain", "--from-literal=a=1", "--from-literal=b=2", "--from-literal=c=3"},
+			want: "configmap/big created"},
+		apply("warn binding", `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: cm-keys-warn}
+spec:
+  policyName: cm-keys
+  validationActions: [Warn]
+  matchResources: {namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: plain}}}
+`),
+		{name: "policy warns on dry-run", who: "admin", kubectl: []string{"create", "configmap", "big2", "-n", "plain", "--from-literal=a=1", "--from-literal=b=2", "--from-literal=c=3", "--dry-run=server"},
+			eventually: true, want: "Warning: Validation failed for ValidatingAdmissionPolicy 'cm-keys' with binding 'cm-keys-warn': at most two keys"},
+		{name: "policy warns", who: "admin", kubectl: []string{"create", "configmap", "big2", "-n", "plain", "--from-literal=a=1", "--from-literal=b=2", "--from-literal=c=3"},
+			want: "Warning: Validation failed for ValidatingAdmissionPolicy 'cm-keys' with binding 'cm-keys-warn': at most two keys"},
+		{name: "warned object stored", who: "admin", kubectl: []string{"get", "configmap", "big2", "-n", "plain", "-o", "name"}, want: "configmap/big2"},
+		{name: "namespace params", who: "admin", kubectl: []string{"create", "namespace", "withparams"}, want: "created"},
+		{name: "param object", who: "admin", kubectl: []string{"create", "configmap", "limits", "-n", "withparams", "--from-literal=max=1"}, want: "configmap/limits created"},
+		apply("policy with params", `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: max-keys}
+spec:
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+  validations:
+  - expression: "!has(object.data) || size(object.data) <= int(params.data.max)"
+    messageExpression: "'at most ' + params.data.max + ' keys'"
+`),
+		apply("binding with params", `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: max-keys-b}
+spec:
+  policyName: max-keys
+  paramRef: {name: limits, namespace: withparams, parameterNotFoundAction: Deny}
+  validationActions: [Deny]
+  matchResources: {namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: withparams}}}
+`),
+		{name: "param kind column", who: "admin", kubectl: []string{"get", "validatingadmissionpolicy", "max-keys"}, want: `re:(?m)^max-keys\s+1\s+v1/ConfigMap\s+\S+$`},
+		{name: "param ref column", who: "admin", kubectl: []string{"get", "validatingadmissionpolicybinding", "max-keys-b"},
+			want: `re:(?m)^max-keys-b\s+max-keys\s+withparams/limits\s+\S+$`},
+		{name: "params decide", who: "admin", kubectl: []string{"create", "configmap", "two", "-n", "withparams", "--from-literal=a=1", "--from-literal=b=2", "--dry-run=server"},
+			fail: true, eventually: true, want: `ValidatingAdmissionPolicy 'max-keys' with binding 'max-keys-b' denied request: at most 1 keys`},
+		{name: "params allow", who: "admin", kubectl: []string{"create", "configmap", "one", "-n", "withparams", "--from-literal=a=1"}, want: "configmap/one created"},
+		{name: "remove the param", who: "admin", kubectl: []string{"delete", "configmap", "limits", "-n", "withparams"}, want: "deleted"},
+		{name: "missing param denies", who: "admin", kubectl: []string{"create", "configmap", "three", "-n", "withparams", "--dry-run=server"}, fail: true, eventually: true,
+			want: "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"},
+		invalid("policy that does not compile", `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: bad}
+spec:
+  validations: [{expression: "object."}]
+`, `spec.validations[0].expression: Invalid value: "object.": compilation failed: `),
+		invalid("binding without actions", `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: bad}
+spec: {policyName: cm-keys}
+`, `The ValidatingAdmissionPolicyBinding "bad" is invalid: spec.validationActions: Required value`),
+
+		// API Priority and Fairness.
+		{name: "bootstrap flow schemas", who: "admin", kubectl: []string{"get", "flowschemas"}, eventually: true,
+			want: `re:(?m)^global-default\s+global-default\s+9900\s+ByUser\s+\S+\s+False$`},
+		{name: "exempt flow schema", who: "admin", kubectl: []string{"get", "flowschema", "exempt"}, want: `re:(?m)^exempt\s+exempt\s+1\s+<none>\s+\S+\s+False$`},
+		{name: "bootstrap priority levels", who: "admin", kubectl: []string{"get", "prioritylevelconfigurations"},
+			want: `re:(?m)^global-default\s+Limited\s+20\s+128\s+6\s+50\s+\S+$`},
+		{name: "exempt priority level", who: "admin", kubectl: []string{"get", "prioritylevelconfiguration", "exempt"}, want: `re:(?m)^exempt\s+Exempt\s+<none>\s+<none>\s+<none>\s+<none>\s+\S+$`},
+		{name: "exempt uid", who: "admin", kubectl: []string{"get", "flowschema", "exempt", "-o", "jsonpath={.metadata.uid}"}, save: "exemptuid", want: "-"},
+		{name: "global-default uid", who: "admin", kubectl: []string{"get", "flowschema", "global-default", "-o", "jsonpath={.metadata.uid}"}, save: "globaluid", want: "-"},
+		{name: "masters are exempt", who: "admin", curl: []string{"GET", "/api", "-D", "-"}, code: 200, want: "x-kubernetes-pf-flowschema-uid: {exemptuid}"},
+		{name: "users are global-default", who: alice, curl: []string{"GET", "/api", "-D", "-"}, code: 200, want: "x-kubernetes-pf-flowschema-uid: {globaluid}"},
+		apply("a small level and a flow for carol", `apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {name: tiny}
+spec:
+  type: Limited
+  limited: {nominalConcurrencyShares: 1, lendablePercent: 0, borrowingLimitPercent: 0, limitResponse: {type: Reject}}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: flooder}
+spec:
+  matchingPrecedence: 500
+  priorityLevelConfiguration: {name: tiny}
+  distinguisherMethod: {type: ByUser}
+  rules:
+  - subjects: [{kind: User, user: {name: carol}}]
+    resourceRules: [{verbs: ["*"], apiGroups: ["*"], resources: ["*"], namespaces: ["*"], clusterScope: true}]
+    nonResourceRules: [{verbs: ["*"], nonResourceURLs: ["*"]}]
+`),
+		{name: "tiny defaults", who: "admin", kubectl: []string{"get", "prioritylevelconfiguration", "tiny"}, want: `re:(?m)^tiny\s+Limited\s+1\s+<none>\s+<none>\s+<none>\s+\S+$`},
+		{name: "flooder uid", who: "admin", kubectl: []string{"get", "flowschema", "flooder", "-o", "jsonpath={.metadata.uid}"}, save: "flooderuid", want: "-"},
+		{name: "carol is classified", who: carol, curl: []string{"GET", "/api", "-D", "-"}, code: 200, eventually: true, want: "x-kubernetes-pf-flowschema-uid: {flooderuid}"},
+		apply("a flow schema without its level", `apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: dangling}
+spec:
+  matchingPrecedence: 600
+  priorityLevelConfiguration: {name: nope}
+  rules: [{subjects: [{kind: User, user: {name: nobody}}], nonResourceRules: [{verbs: ["*"], nonResourceURLs: ["*"]}]}]
+`),
+		{name: "dangling condition", who: "admin", kubectl: []string{"get", "flowschema", "dangling", "-o", "jsonpath={.status.conditions[0].type}={.status.conditions[0].status} {.status.conditions[0].reason}: {.status.conditions[0].message}"},
+			eventually: true, want: `Dangling=True NotFound: This FlowSchema references the PriorityLevelConfiguration object named "nope" but there is no such object`},
+		{name: "dangling column", who: "admin", kubectl: []string{"get", "flowschema", "dangling"}, want: `re:(?m)^dangling\s+nope\s+600\s+<none>\s+\S+\s+True$`},
+		{name: "namespace slow", who: "admin", kubectl: []string{"create", "namespace", "slow"}, want: "created"},
+		{name: "label slow", who: "admin", kubectl: []string{"label", "namespace", "slow", "slow=yes"}, want: "labeled"},
+		{name: "configmap writer role in slow", who: "admin", kubectl: []string{"create", "role", "cm-writer", "-n", "slow", "--verb=create,get,list", "--resource=configmaps"}, want: "created"},
+		{name: "carol may write configmaps in slow", who: "admin", kubectl: []string{"create", "rolebinding", "carol-cm", "-n", "slow", "--role=cm-writer", "--user=carol"}, want: "created"},
+		apply("a webhook that holds requests", vwc("c-held", suiteHook("held.example.com", "/slow", `[{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]`,
+			`namespaceSelector: {matchLabels: {slow: "yes"}}`, "timeoutSeconds: 5", "failurePolicy: Ignore"))),
+		{name: "held webhook in force", who: "admin", kubectl: []string{"create", "configmap", "probe", "-n", "slow"}, want: "configmap/probe created"},
+		{name: "held webhook was called", received: "/slow", want: `"name":"probe"`},
+		{name: "flood", who: carol, background: 8, curl: []string{"POST", "/api/v1/namespaces/slow/configmaps", "-H", jsonHeader,
+			"-d", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"generateName":"flood-"}}`}},
+		{name: "tiny is busy", who: "admin", curl: []string{"GET", "/debug/api_priority_and_fairness/dump_priority_levels"}, code: 200, eventually: true,
+			want: `re:(?m)^tiny,\s*\d+,\s*\w+,\s*\w+,\s*\d+,\s*[1-9]`},
+		{name: "the flooder is rejected", who: carol, curl: []string{"GET", "/api", "-D", "-"}, code: 429,
+			want: `re:(?s)retry-after: [1-9][0-9]*\r\n.*Too many requests, please try again later\.`},
+		{name: "masters are served", who: "admin", curl: []string{"GET", "/api/v1/namespaces/slow/configmaps"}, code: 200, want: `"kind": "ConfigMapList"`},
+		{name: "another user is served", who: alice, curl: []string{"GET", "/api"}, code: 200, want: `"kind": "APIVersions"`},
+		{name: "another user's writes are served", who: alice, kubectl: []string{"create", "configmap", "during-flood", "-n", "adm"}, want: "configmap/during-flood created"},
+		{name: "the flood's outcome", await: "flood", want: `re:^(201\n)+429(\n429)*$`},
+		{name: "rejections in the dump", who: "admin", curl: []string{"GET", "/debug/api_priority_and_fairness/dump_priority_levels"}, code: 200,
+			want: `re:(?m)^tiny,(\s*\S+,){6}\s*[1-9]`},
+		{name: "rejections in the metrics", who: "admin", curl: []string{"GET", "/metrics"}, code: 200,
+			want: `apiserver_flowcontrol_rejected_requests_total{flow_schema="flooder",priority_level="tiny",reason="concurrency-limit"}`},
+		{name: "queues dump", who: "admin", curl: []string{"GET", "/debug/api_priority_and_fairness/dump_queues"}, code: 200, want: "PriorityLevelName"},
+		{name: "dumps need authorization", who: alice, curl: []string{"GET", "/debug/api_priority_and_fairness/dump_requests"}, code: 403,
+			want: `cannot get path \"/debug/api_priority_and_fairness/dump_requests\"`},
+		{name: "remove held", who: "admin", kubectl: []string{"delete", "validatingwebhookconfiguration", "c-held"}, want: "deleted"},
+		invalid("negative shares", `apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {name: bad}
+spec: {type: Limited, limited: {nominalConcurrencyShares: -1, limitResponse: {type: Reject}}}
+`, `spec.limited.nominalConcurrencyShares: Invalid value: -1: must be a non-negative integer`),
+		invalid("precedence out of range", `apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: bad}
+spec:
+  matchingPrecedence: 20000
+  priorityLevelConfiguration: {name: tiny}
+`, `spec.matchingPrecedence: Invalid value: 20000: must not be greater than 10000`),
+	}
+}
