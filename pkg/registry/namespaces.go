@@ -52,8 +52,8 @@ func Namespaces() *Resource {
 			labelWithName(ns)
 		},
 		PrepareForUpdate: func(o, _ runtime.Object) { labelWithName(o.(*corev1.Namespace)) },
-		PendingDeletion: func(o runtime.Object) bool { return len(o.(*corev1.Namespace).Spec.Finalizers) > 0 },
-		OnDeletionStart: func(o runtime.Object) { o.(*corev1.Namespace).Status.Phase = corev1.NamespaceTerminating },
+		PendingDeletion:  func(o runtime.Object) bool { return len(o.(*corev1.Namespace).Spec.Finalizers) > 0 },
+		OnDeletionStart:  func(o runtime.Object) { o.(*corev1.Namespace).Status.Phase = corev1.NamespaceTerminating },
 		FieldLabels: func(o runtime.Object) fields.Set {
 			return fields.Set{"status.phase": string(o.(*corev1.Namespace).Status.Phase)}
 		},

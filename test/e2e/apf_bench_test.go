@@ -92,7 +92,10 @@ func BenchmarkOverload(b *testing.B) {
 	}
 
 	get := func(cs *kubernetes.Clientset) func() error {
-		return func() error { _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "target", metav1.GetOptions{}); return err }
+		return func() error {
+			_, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "target", metav1.GetOptions{})
+			return err
+		}
 	}
 	for _, who := range []struct {
 		name string
