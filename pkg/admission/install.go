@@ -4,26 +4,61 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/pkg/registry"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 )
 
-// Chain is a backend's admission in kube's order: mutating webhooks; then (after the kind's
-// own validation) ValidatingAdmissionPolicies, then validating webhooks.
+// Chain is a backend's admission in kube's order: MutatingAdmissionPolicies, then mutating
+// webhooks; then (after the kind's own validation) ValidatingAdmissionPolicies, then
+// validating webhooks.
 type Chain struct {
-	Webhooks *Webhooks
-	Policies *Policies
+	Webhooks         *Webhooks
+	Policies         *Policies
+	MutatingPolicies *MutatingPolicies
 }
 
-// Admit runs mutating admission.
+// Admit runs mutating admission: the policies, the webhooks (with their own reinvocation),
+// and once more the policies with reinvocationPolicy IfNeeded if the webhooks changed what
+// the policies had made, as kube's second round does.
 func (c *Chain) Admit(ctx context.Context, a admission.Attributes) (runtime.Object, error) {
-	return c.Webhooks.Admit(ctx, a)
+	obj, mutated, err := c.MutatingPolicies.Admit(ctx, a, false)
+	if err != nil {
+		return nil, err
+	}
+	if mutated {
+		setObject(a, obj)
+	}
+	before := obj
+	if obj, err = c.Webhooks.Admit(ctx, a); err != nil {
+		return nil, err
+	}
+	if !mutated || obj == nil || apiequality.Semantic.DeepEqual(before, obj) {
+		return obj, nil
+	}
+	setObject(a, obj)
+	obj, _, err = c.MutatingPolicies.Admit(ctx, a, true)
+	return obj, err
+}
+
+// setObject makes obj the object later admission sees, in place, as kube's policy
+// dispatcher converts its result into the request's object.
+func setObject(a admission.Attributes, obj runtime.Object) {
+	current := a.GetObject()
+	if current == nil || current == obj {
+		return
+	}
+	dst, src := reflect.ValueOf(current), reflect.ValueOf(obj)
+	if dst.Type() == src.Type() && dst.Kind() == reflect.Pointer {
+		dst.Elem().Set(src.Elem())
+	}
 }
 
 // Validate runs validating admission.
@@ -36,8 +71,8 @@ func (c *Chain) Validate(ctx context.Context, a admission.Attributes) error {
 
 // ConfigurationResources are the admission configuration kinds core serves.
 func ConfigurationResources() []*registry.Resource {
-	return []*registry.Resource{MutatingWebhookConfigurations(), ValidatingAdmissionPolicies(),
-		ValidatingAdmissionPolicyBindings(), ValidatingWebhookConfigurations()}
+	return []*registry.Resource{MutatingAdmissionPolicies(), MutatingAdmissionPolicyBindings(), MutatingWebhookConfigurations(),
+		ValidatingAdmissionPolicies(), ValidatingAdmissionPolicyBindings(), ValidatingWebhookConfigurations()}
 }
 
 // webhooksCheck names the webhooks that keep failing in /readyz?verbose. It always passes: an
@@ -78,12 +113,13 @@ func Install(b *backend.Backend, h *registry.Handler, config *registry.Client, p
 		return err
 	}
 	p := NewPolicies(Namespaces(config), b.Log, params...)
-	h.SetAdmission(&Chain{Webhooks: w, Policies: p})
+	mp := NewMutatingPolicies(p)
+	h.SetAdmission(&Chain{Webhooks: w, Policies: p, MutatingPolicies: mp})
 	w.OnFailingChange(func() { b.SetFailingWebhooks(w.Failing()) })
 	b.Server.AddReadyzChecks(webhooksCheck{w})
 	return b.Server.AddPostStartHook("admission-configuration-synced", func(ctx context.Context) error {
 		var wg sync.WaitGroup
-		wg.Add(2)
+		wg.Add(3)
 		if err := watchConfiguration(ctx, config, b.Log, []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"},
 			func(l [][]runtime.Object) {
 				w.SetConfigurations(typed[*admissionregistrationv1.MutatingWebhookConfiguration](l[0]),
@@ -95,6 +131,13 @@ func Install(b *backend.Backend, h *registry.Handler, config *registry.Client, p
 			func(l [][]runtime.Object) {
 				p.SetPolicies(typed[*admissionregistrationv1.ValidatingAdmissionPolicy](l[0]),
 					typed[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](l[1]))
+			}, wg.Done); err != nil {
+			return err
+		}
+		if err := watchConfiguration(ctx, config, b.Log, []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"},
+			func(l [][]runtime.Object) {
+				mp.SetPolicies(typed[*admissionregistrationv1.MutatingAdmissionPolicy](l[0]),
+					typed[*admissionregistrationv1.MutatingAdmissionPolicyBinding](l[1]))
 			}, wg.Done); err != nil {
 			return err
 		}

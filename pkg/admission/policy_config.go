@@ -45,11 +45,7 @@ func ValidatingAdmissionPolicies() *registry.Resource {
 		},
 		Cells: func(o runtime.Object) []any {
 			p := o.(*admissionregistrationv1.ValidatingAdmissionPolicy)
-			paramKind := "<unset>"
-			if p.Spec.ParamKind != nil {
-				paramKind = p.Spec.ParamKind.APIVersion + "/" + p.Spec.ParamKind.Kind
-			}
-			return []any{int64(len(p.Spec.Validations)), paramKind}
+			return []any{int64(len(p.Spec.Validations)), paramKindCell(p.Spec.ParamKind)}
 		},
 	}
 }
@@ -74,18 +70,7 @@ func ValidatingAdmissionPolicyBindings() *registry.Resource {
 		},
 		Cells: func(o runtime.Object) []any {
 			b := o.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding)
-			paramRef := "<unset>"
-			if r := b.Spec.ParamRef; r != nil {
-				switch {
-				case r.Name != "" && r.Namespace != "":
-					paramRef = r.Namespace + "/" + r.Name
-				case r.Name != "": // kube cannot tell a cluster-scoped param here either
-					paramRef = "*/" + r.Name
-				case r.Selector != nil:
-					paramRef = r.Selector.String()
-				}
-			}
-			return []any{b.Spec.PolicyName, paramRef}
+			return []any{b.Spec.PolicyName, paramRefCell(b.Spec.ParamRef)}
 		},
 	}
 }
@@ -201,20 +186,7 @@ func validatePolicy(p, old *admissionregistrationv1.ValidatingAdmissionPolicy) f
 	}
 	compiler := policyCompiler()
 	vars := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true}
-	for i, v := range spec.Variables {
-		q := fp.Child("variables").Index(i)
-		if strings.TrimSpace(v.Name) == "" {
-			errs = append(errs, field.Required(q.Child("name"), "name is not specified"))
-		} else if !isCELIdentifier(v.Name) {
-			errs = append(errs, field.Invalid(q.Child("name"), v.Name, "name is not a valid CEL identifier"))
-		}
-		if strings.TrimSpace(v.Expression) == "" {
-			errs = append(errs, field.Required(q.Child("expression"), "expression is not specified"))
-		} else if res := compiler.(*plugincel.CompositedCompiler).CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, vars,
-			envFor(stored.validations, v.Expression)); res.Error != nil {
-			errs = append(errs, celError(q.Child("expression"), v.Expression, res.Error))
-		}
-	}
+	errs = append(errs, validateVariables(compiler, spec.Variables, vars, stored.validations, fp.Child("variables"))...)
 	if len(spec.Validations) == 0 && len(spec.AuditAnnotations) == 0 {
 		errs = append(errs, field.Required(fp.Child("validations"), "validations or auditAnnotations must contain at least one item"),
 			field.Required(fp.Child("auditAnnotations"), "validations or auditAnnotations must contain at least one item"))
@@ -274,6 +246,27 @@ func validatePolicy(p, old *admissionregistrationv1.ValidatingAdmissionPolicy) f
 				errs = append(errs, field.Duplicate(q.Child("key"), a.Key))
 			}
 			keys.Insert(a.Key)
+		}
+	}
+	return errs
+}
+
+// validateVariables compiles a policy's variables in order (each may use the ones before).
+func validateVariables(compiler plugincel.Compiler, variables []admissionregistrationv1.Variable, vars plugincel.OptionalVariableDeclarations,
+	stored sets.Set[string], p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, v := range variables {
+		q := p.Index(i)
+		if strings.TrimSpace(v.Name) == "" {
+			errs = append(errs, field.Required(q.Child("name"), "name is not specified"))
+		} else if !isCELIdentifier(v.Name) {
+			errs = append(errs, field.Invalid(q.Child("name"), v.Name, "name is not a valid CEL identifier"))
+		}
+		if strings.TrimSpace(v.Expression) == "" {
+			errs = append(errs, field.Required(q.Child("expression"), "expression is not specified"))
+		} else if res := compiler.(*plugincel.CompositedCompiler).CompileAndStoreVariable(&validating.Variable{Name: v.Name, Expression: v.Expression}, vars,
+			envFor(stored, v.Expression)); res.Error != nil {
+			errs = append(errs, celError(q.Child("expression"), v.Expression, res.Error))
 		}
 	}
 	return errs
@@ -405,31 +398,7 @@ func validateBinding(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding
 			errs = append(errs, field.Invalid(fp.Child("policyName"), spec.PolicyName, msg))
 		}
 	}
-	if r := spec.ParamRef; r != nil {
-		q := fp.Child("paramRef")
-		if r.Name != "" {
-			for _, msg := range path.ValidatePathSegmentName(r.Name, false) {
-				errs = append(errs, field.Invalid(q.Child("name"), r.Name, msg))
-			}
-			if r.Selector != nil {
-				errs = append(errs, field.Forbidden(q.Child("name"), `name and selector are mutually exclusive`))
-			}
-		}
-		if r.Selector != nil {
-			errs = append(errs, metav1validation.ValidateLabelSelector(r.Selector, metav1validation.LabelSelectorValidationOptions{}, q.Child("selector"))...)
-			if r.Name != "" {
-				errs = append(errs, field.Forbidden(q.Child("selector"), `name and selector are mutually exclusive`))
-			}
-		}
-		if r.Name == "" && r.Selector == nil {
-			errs = append(errs, field.Required(q, `one of name or selector must be specified`))
-		}
-		if r.ParameterNotFoundAction == nil || *r.ParameterNotFoundAction == "" {
-			errs = append(errs, field.Required(q.Child("parameterNotFoundAction"), ""))
-		} else if a := *r.ParameterNotFoundAction; a != admissionregistrationv1.DenyAction && a != admissionregistrationv1.AllowAction {
-			errs = append(errs, field.NotSupported(q.Child("parameterNotFoundAction"), r.ParameterNotFoundAction, []string{"Deny", "Allow"}))
-		}
-	}
+	errs = append(errs, validateParamRef(spec.ParamRef, fp.Child("paramRef"))...)
 	errs = append(errs, validateMatchResources(spec.MatchResources, fp.Child("matchResources"))...)
 	actions := sets.New[string]()
 	q := fp.Child("validationActions")
@@ -447,6 +416,37 @@ func validateBinding(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	}
 	if len(actions) == 0 {
 		errs = append(errs, field.Required(q, "at least one validation action is required"))
+	}
+	return errs
+}
+
+// validateParamRef is kube's validation of a binding's paramRef.
+func validateParamRef(r *admissionregistrationv1.ParamRef, q *field.Path) field.ErrorList {
+	if r == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if r.Name != "" {
+		for _, msg := range path.ValidatePathSegmentName(r.Name, false) {
+			errs = append(errs, field.Invalid(q.Child("name"), r.Name, msg))
+		}
+		if r.Selector != nil {
+			errs = append(errs, field.Forbidden(q.Child("name"), `name and selector are mutually exclusive`))
+		}
+	}
+	if r.Selector != nil {
+		errs = append(errs, metav1validation.ValidateLabelSelector(r.Selector, metav1validation.LabelSelectorValidationOptions{}, q.Child("selector"))...)
+		if r.Name != "" {
+			errs = append(errs, field.Forbidden(q.Child("selector"), `name and selector are mutually exclusive`))
+		}
+	}
+	if r.Name == "" && r.Selector == nil {
+		errs = append(errs, field.Required(q, `one of name or selector must be specified`))
+	}
+	if r.ParameterNotFoundAction == nil || *r.ParameterNotFoundAction == "" {
+		errs = append(errs, field.Required(q.Child("parameterNotFoundAction"), ""))
+	} else if a := *r.ParameterNotFoundAction; a != admissionregistrationv1.DenyAction && a != admissionregistrationv1.AllowAction {
+		errs = append(errs, field.NotSupported(q.Child("parameterNotFoundAction"), r.ParameterNotFoundAction, []string{"Deny", "Allow"}))
 	}
 	return errs
 }

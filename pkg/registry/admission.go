@@ -11,6 +11,8 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/admission"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	kubeuser "k8s.io/apiserver/pkg/authentication/user"
@@ -69,7 +71,7 @@ func (h *Handler) attributes(ctx context.Context, r *Resource, op admission.Oper
 		d.APIVersion, d.Kind = "meta.k8s.io/v1", "DeleteOptions"
 		opts = d
 	}
-	return &annotated{ctx: ctx, Attributes: admission.NewAttributesRecord(obj, old, kind, namespace, name, r.GroupVersionResource(), sub, op, opts, dryRun, info)}
+	return &annotated{ctx: ctx, h: h, r: r, Attributes: admission.NewAttributesRecord(obj, old, kind, namespace, name, r.GroupVersionResource(), sub, op, opts, dryRun, info)}
 }
 
 // annotated sends the audit annotations admission adds with the response of the current
@@ -77,7 +79,55 @@ func (h *Handler) attributes(ctx context.Context, r *Resource, op admission.Oper
 type annotated struct {
 	admission.Attributes
 	ctx context.Context
+	h   *Handler
+	r   *Resource
 }
+
+// ObjectInterfaces are the scheme's for a built-in kind, unstructured ones for a custom
+// resource (mutating admission policies patch the object with them).
+func (a *annotated) ObjectInterfaces() admission.ObjectInterfaces {
+	if a.r.isUnstructured() {
+		return unstructuredInterfaces{}
+	}
+	return admission.NewObjectInterfacesFromScheme(a.h.scheme.Scheme)
+}
+
+// TypeConverter types the request's kind for an ApplyConfiguration patch, as server-side
+// apply types it.
+func (a *annotated) TypeConverter() (managedfields.TypeConverter, error) {
+	if a.r.isUnstructured() {
+		if a.r.TypeConverter != nil {
+			return a.r.TypeConverter, nil
+		}
+		return deducedTypeConverter, nil
+	}
+	fm := a.h.managers()
+	if fm == nil {
+		return nil, a.h.fmErr
+	}
+	return fm.converter, nil
+}
+
+// unstructuredInterfaces are a custom resource's object interfaces: one version, no defaults
+// beyond its schema's.
+type unstructuredInterfaces struct{}
+
+func (unstructuredInterfaces) GetObjectCreater() runtime.ObjectCreater     { return unstructuredCreater{} }
+func (unstructuredInterfaces) GetObjectTyper() runtime.ObjectTyper         { return unstructuredTyper{} }
+func (unstructuredInterfaces) GetObjectDefaulter() runtime.ObjectDefaulter { return nopDefaulter{} }
+func (unstructuredInterfaces) GetObjectConvertor() runtime.ObjectConvertor {
+	return unstructuredConvertor{}
+}
+func (unstructuredInterfaces) GetEquivalentResourceMapper() runtime.EquivalentResourceMapper {
+	return runtime.NewEquivalentResourceRegistry()
+}
+
+type unstructuredTyper struct{}
+
+func (unstructuredTyper) ObjectKinds(o runtime.Object) ([]schema.GroupVersionKind, bool, error) {
+	return []schema.GroupVersionKind{o.GetObjectKind().GroupVersionKind()}, false, nil
+}
+func (unstructuredTyper) Recognizes(schema.GroupVersionKind) bool { return true }
 
 func (a *annotated) AddAnnotation(key, value string) error {
 	_ = grpc.SetHeader(a.ctx, metadata.Pairs(rpcstatus.AuditAnnotationMetadataKey, key+"="+value))

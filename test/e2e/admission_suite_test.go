@@ -275,6 +275,111 @@ metadata: {name: bad}
 spec: {policyName: cm-keys}
 `, `The ValidatingAdmissionPolicyBinding "bad" is invalid: spec.validationActions: Required value`),
 
+		// MutatingAdmissionPolicy.
+		{name: "namespace map", who: "admin", kubectl: []string{"create", "namespace", "mapns"}, want: "namespace/mapns created"},
+		apply("apply-configuration policy", `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: cm-label}
+spec:
+  matchConstraints:
+    resourceRules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{metadata: Object.metadata{labels: {"mutated-by": "policy"}}}'
+`),
+		apply("apply-configuration binding", `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: cm-label-b}
+spec:
+  policyName: cm-label
+  matchResources: {namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: mapns}}}
+`),
+		{name: "mutating policy columns", who: "admin", kubectl: []string{"get", "mutatingadmissionpolicies"}, want: `re:(?m)^cm-label\s+1\s+<unset>\s+\S+$`},
+		{name: "mutating binding columns", who: "admin", kubectl: []string{"get", "mutatingadmissionpolicybinding", "cm-label-b"}, want: `re:(?m)^cm-label-b\s+cm-label\s+<unset>\s+\S+$`},
+		{name: "mutating policy defaults", who: "admin", kubectl: []string{"get", "mutatingadmissionpolicy", "cm-label", "-o",
+			"jsonpath={.spec.failurePolicy} {.spec.matchConstraints.matchPolicy} {.spec.matchConstraints.resourceRules[0].scope}"}, want: "Fail Equivalent *"},
+		{name: "apply configuration mutates", who: "admin", kubectl: []string{"create", "configmap", "p1", "-n", "mapns", "--dry-run=server", "-o", "jsonpath={.metadata.labels}"},
+			eventually: true, want: `{"mutated-by":"policy"}`},
+		{name: "mutation stored", who: "admin", kubectl: []string{"create", "configmap", "p2", "-n", "mapns", "-o", "jsonpath={.metadata.labels.mutated-by}"}, want: "policy"},
+		{name: "outside the mutating binding", who: "admin", kubectl: []string{"create", "configmap", "p3", "-n", "plain", "-o", "jsonpath={.metadata.labels}"}, want: ""},
+		apply("json-patch policy with params", `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: cm-patch}
+spec:
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+  matchConditions: [{name: has-data, expression: "has(object.data)"}]
+  reinvocationPolicy: IfNeeded
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: '[JSONPatch{op: "add", path: "/data/owner", value: params.data.owner}]'
+`),
+		{name: "patch param", who: "admin", kubectl: []string{"create", "configmap", "owner", "-n", "mapns", "--from-literal=owner=team-a"}, want: "configmap/owner created"},
+		apply("json-patch binding", `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: cm-patch-b}
+spec:
+  policyName: cm-patch
+  paramRef: {name: owner, namespace: mapns, parameterNotFoundAction: Deny}
+  matchResources: {namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: mapns}}}
+`),
+		{name: "json patch mutates", who: "admin", kubectl: []string{"create", "configmap", "p4", "-n", "mapns", "--from-literal=a=b", "--dry-run=server", "-o", "jsonpath={.data.owner}"},
+			eventually: true, want: "team-a"},
+		{name: "match condition skips", who: "admin", kubectl: []string{"create", "configmap", "p5", "-n", "mapns", "--dry-run=server", "-o", "jsonpath={.data}"}, want: ""},
+		{name: "both policies", who: "admin", kubectl: []string{"create", "configmap", "p6", "-n", "mapns", "--from-literal=a=b", "-o", "jsonpath={.metadata.labels.mutated-by} {.data.owner}"},
+			want: "policy team-a"},
+		{name: "remove the patch param", who: "admin", kubectl: []string{"delete", "configmap", "owner", "-n", "mapns"}, want: "deleted"},
+		{name: "missing param denies the mutation", who: "admin", kubectl: []string{"create", "configmap", "p7", "-n", "mapns", "--from-literal=a=b", "--dry-run=server"}, fail: true,
+			eventually: true, want: "policy 'cm-patch' with binding 'cm-patch-b' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"},
+		invalid("mutation that does not compile", `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: bad}
+spec:
+  matchConstraints:
+    resourceRules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+  reinvocationPolicy: Never
+  mutations: [{patchType: ApplyConfiguration, applyConfiguration: {expression: "Object{"}}]
+`, `spec.mutations[0].applyConfiguration.expression: Invalid value: "Object{": compilation failed: `),
+		invalid("deletes cannot be mutated", `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: bad}
+spec:
+  matchConstraints:
+    resourceRules: [{operations: [DELETE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+  reinvocationPolicy: Never
+  mutations: [{patchType: JSONPatch, jsonPatch: {expression: "[]"}}]
+`, `spec.matchConstraints.resourceRules.operations: Unsupported value: "DELETE": supported values: "*", "CONNECT", "CREATE", "UPDATE"`),
+		invalid("a patch must be typed", `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: bad}
+spec:
+  matchConstraints:
+    resourceRules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+  reinvocationPolicy: Never
+  mutations: [{patchType: JSONPatch, jsonPatch: {expression: "[]"}}]
+`, `spec.mutations[0].jsonPatch.expression: Invalid value: "[]": must evaluate to list(JSONPatch) but got list(dyn)`),
+		invalid("reinvocation policy required", `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: bad}
+spec:
+  matchConstraints:
+    resourceRules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+  mutations: [{patchType: JSONPatch, jsonPatch: {expression: "[]"}}]
+`, `spec.reinvocationPolicy: Required value`),
+		invalid("no mutations", `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: bad}
+spec:
+  matchConstraints:
+    resourceRules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+  reinvocationPolicy: Never
+`, `spec.mutations: Required value: mutations must contain at least one item`),
+		{name: "remove mutating policies", who: "admin", kubectl: []string{"delete", "mutatingadmissionpolicy", "cm-label", "cm-patch"}, want: "deleted"},
+
 		// API Priority and Fairness.
 		{name: "bootstrap flow schemas", who: "admin", kubectl: []string{"get", "flowschemas"}, eventually: true,
 			want: `re:(?m)^global-default\s+global-default\s+9900\s+ByUser\s+\S+\s+False$`},
