@@ -18,8 +18,7 @@ import (
 	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 	fcmetrics "k8s.io/apiserver/pkg/util/flowcontrol/metrics"
 	fcrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	flowcontrolclient "k8s.io/client-go/kubernetes/typed/flowcontrol/v1"
 	"k8s.io/client-go/rest"
 )
 
@@ -29,7 +28,7 @@ var LoopbackUser = &user.User{Name: "system:apiserver", Groups: []string{user.Sy
 // Controller is one gateway's priority and fairness.
 type Controller struct {
 	fc        utilflowcontrol.Interface
-	factory   informers.SharedInformerFactory
+	factory   *flowcontrolFactory
 	loopback  *loopback
 	token     string
 	estimator fcrequest.WorkEstimatorFunc
@@ -49,13 +48,13 @@ func New(serverConcurrencyLimit int) (*Controller, error) {
 	uid := make([]byte, 16)
 	_, _ = rand.Read(uid)
 	LoopbackUser.UID = hex.EncodeToString(uid)
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: "https://loopback.apichain.invalid", BearerToken: c.token,
+	fc, err := flowcontrolclient.NewForConfig(&rest.Config{Host: "https://loopback.apichain.invalid", BearerToken: c.token,
 		Transport: c.loopback, UserAgent: "apichain-gateway/loopback", QPS: -1})
 	if err != nil {
 		return nil, err
 	}
-	c.factory = informers.NewSharedInformerFactory(cs, 0)
-	c.fc = utilflowcontrol.New(c.factory, cs.FlowcontrolV1(), serverConcurrencyLimit)
+	c.factory = newFlowcontrolFactory(flowcontrolOnly{fc: fc})
+	c.fc = utilflowcontrol.New(c.factory, fc, serverConcurrencyLimit)
 	// The gateway keeps no object counts: lists cost the minimum seats unless a limit or a
 	// selector says more (kube counts objects in its storage).
 	c.estimator = fcrequest.NewWorkEstimator(func(string) (storageStats, error) { return storageStats{}, fcrequest.ObjectCountNotFoundErr },
