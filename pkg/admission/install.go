@@ -11,15 +11,17 @@ import (
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/pkg/registry"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 )
 
-// Chain is a backend's admission in kube's order: MutatingAdmissionPolicies, then mutating
-// webhooks; then (after the kind's own validation) ValidatingAdmissionPolicies, then
-// validating webhooks.
+// Chain is a backend's admission in kube's order: the built-in ServiceAccount plugin (where
+// pods are served), MutatingAdmissionPolicies, then mutating webhooks; then (after the kind's
+// own validation) ValidatingAdmissionPolicies, then validating webhooks.
 type Chain struct {
+	ServiceAccounts  *ServiceAccounts // nil where pods are not served
 	Webhooks         *Webhooks
 	Policies         *Policies
 	MutatingPolicies *MutatingPolicies
@@ -29,6 +31,11 @@ type Chain struct {
 // and once more the policies with reinvocationPolicy IfNeeded if the webhooks changed what
 // the policies had made, as kube's second round does.
 func (c *Chain) Admit(ctx context.Context, a admission.Attributes) (runtime.Object, error) {
+	if c.ServiceAccounts != nil {
+		if err := c.ServiceAccounts.Admit(ctx, a); err != nil {
+			return nil, err
+		}
+	}
 	obj, mutated, err := c.MutatingPolicies.Admit(ctx, a, false)
 	if err != nil {
 		return nil, err
@@ -114,7 +121,11 @@ func Install(b *backend.Backend, h *registry.Handler, config *registry.Client, p
 	}
 	p := NewPolicies(Namespaces(config), b.Log, params...)
 	mp := NewMutatingPolicies(p)
-	h.SetAdmission(&Chain{Webhooks: w, Policies: p, MutatingPolicies: mp})
+	chain := &Chain{Webhooks: w, Policies: p, MutatingPolicies: mp}
+	if _, ok := registry.NewClient(h).Lookup(corev1.SchemeGroupVersion.WithResource("pods")); ok {
+		chain.ServiceAccounts = NewServiceAccounts(config)
+	}
+	h.SetAdmission(chain)
 	w.OnFailingChange(func() { b.SetFailingWebhooks(w.Failing()) })
 	b.Server.AddReadyzChecks(webhooksCheck{w})
 	return b.Server.AddPostStartHook("admission-configuration-synced", func(ctx context.Context) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -149,6 +150,10 @@ func (b *Backend) SetServed(served []*discoveryv1.GroupVersion) {
 	b.instMu.Unlock()
 	b.Server.NotifyChange()
 }
+
+// ClientCA is the PEM of the CA the backend trusts for its clients: the cluster's CA, which
+// also signs the gateway's serving certificate.
+func (b *Backend) ClientCA() ([]byte, error) { return os.ReadFile(b.opts.Serving.ClientCAFile) }
 
 // SetFailingWebhooks publishes the admission webhooks whose calls keep failing (the gateways
 // show them in /readyz?verbose and /metrics).

@@ -79,7 +79,8 @@ func (h *Handler) encodeStored(r *Resource, obj runtime.Object) ([]byte, error) 
 const nameChars = "bcdfghjklmnpqrstvwxz2456789"
 
 // generateName appends five random characters, as kube's names.SimpleNameGenerator does.
-func generateName(base string) string {
+// GenerateName is base followed by five random characters, as kube names generated objects.
+func GenerateName(base string) string {
 	const maxLen = 63 - 5
 	if len(base) > maxLen {
 		base = base[:maxLen]
@@ -95,7 +96,7 @@ func generateName(base string) string {
 // prepareCreate sets the system fields of a new object.
 func (h *Handler) prepareCreate(r *Resource, acc metav1.Object, obj runtime.Object) {
 	if acc.GetName() == "" && acc.GetGenerateName() != "" {
-		acc.SetName(generateName(acc.GetGenerateName()))
+		acc.SetName(GenerateName(acc.GetGenerateName()))
 	}
 	acc.SetUID(types.UID(uuid.NewString()))
 	acc.SetCreationTimestamp(metav1.NewTime(h.now().Truncate(time.Second)))

@@ -380,6 +380,31 @@ spec:
 `, `spec.mutations: Required value: mutations must contain at least one item`),
 		{name: "remove mutating policies", who: "admin", kubectl: []string{"delete", "mutatingadmissionpolicy", "cm-label", "cm-patch"}, want: "deleted"},
 
+		// The ServiceAccount admission plugin. A bare kube-apiserver has no controller to make
+		// the default account, so it is applied here (apichain's core has made it already).
+		{name: "namespace pods", who: "admin", kubectl: []string{"create", "namespace", "pods"}, want: "namespace/pods created"},
+		{name: "default service account", who: "admin", kubectl: []string{"apply", "-f", "{file}"},
+			file: "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: default, namespace: pods}\n", want: "serviceaccount/default"},
+		{name: "pod gets the default account", who: "admin", kubectl: []string{"run", "p1", "-n", "pods", "--image=nginx"}, want: "pod/p1 created"},
+		{name: "token volume mounted", who: "admin", kubectl: []string{"get", "pod", "p1", "-n", "pods", "-o",
+			"jsonpath={.spec.serviceAccountName} {.spec.serviceAccount} {.spec.volumes[0].name} {.spec.containers[0].volumeMounts[0].mountPath} {.spec.containers[0].volumeMounts[0].readOnly}"},
+			want: `re:^default default kube-api-access-[a-z0-9]{5} /var/run/secrets/kubernetes.io/serviceaccount true$`},
+		{name: "token volume sources", who: "admin", kubectl: []string{"get", "pod", "p1", "-n", "pods", "-o",
+			"jsonpath={.spec.volumes[0].projected.defaultMode} {.spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds} {.spec.volumes[0].projected.sources[0].serviceAccountToken.path} {.spec.volumes[0].projected.sources[1].configMap.name} {.spec.volumes[0].projected.sources[2].downwardAPI.items[0].fieldRef.fieldPath}"},
+			want: "420 3607 token kube-root-ca.crt metadata.namespace"},
+		{name: "no automount", who: "admin", kubectl: []string{"create", "-f", "{file}", "-o", "jsonpath={.spec.serviceAccountName}:{.spec.volumes}"},
+			file: "apiVersion: v1\nkind: Pod\nmetadata: {name: p2, namespace: pods}\nspec: {automountServiceAccountToken: false, containers: [{name: c, image: nginx}]}\n", want: "default:"},
+		{name: "unknown service account", who: "admin", kubectl: []string{"run", "p3", "-n", "pods", "--image=nginx", "--overrides", `{"spec":{"serviceAccountName":"nope"}}`},
+			fail: true, want: `pods "p3" is forbidden: error looking up service account pods/nope: serviceaccount "nope" not found`},
+		{name: "image pull secrets from the account", who: "admin", kubectl: []string{"apply", "-f", "{file}"},
+			file: "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: puller, namespace: pods}\nimagePullSecrets: [{name: registry-key}]\n", want: "serviceaccount/puller created"},
+		{name: "pod gets the pull secret", who: "admin", kubectl: []string{"run", "p4", "-n", "pods", "--image=nginx", "--overrides", `{"spec":{"serviceAccountName":"puller"}}`,
+			"--dry-run=server", "-o", "jsonpath={.spec.imagePullSecrets[0].name}"}, want: "registry-key"},
+		{name: "every namespace gets a default account", who: "admin", kubectl: []string{"get", "serviceaccount", "default", "-n", "vap", "-o", "name"},
+			apichainOnly: true, eventually: true, want: "serviceaccount/default"},
+		{name: "every namespace gets the root CA", who: "admin", kubectl: []string{"get", "configmap", "kube-root-ca.crt", "-n", "vap", "-o", "jsonpath={.data.ca\\.crt}"},
+			apichainOnly: true, eventually: true, want: "-----BEGIN CERTIFICATE-----"},
+
 		// API Priority and Fairness.
 		{name: "bootstrap flow schemas", who: "admin", kubectl: []string{"get", "flowschemas"}, eventually: true,
 			want: `re:(?m)^global-default\s+global-default\s+9900\s+ByUser\s+\S+\s+False$`},

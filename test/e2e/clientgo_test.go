@@ -113,6 +113,11 @@ func TestClientGoPagination(t *testing.T) {
 	ctx := context.Background()
 	createNamespace(t, cs, "pages")
 	cms := cs.CoreV1().ConfigMaps("pages")
+	// The namespace's kube-root-ca.crt is one of the objects listed (after the others by name).
+	require.Eventually(t, func() bool {
+		_, err := cms.Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond)
 	var wg sync.WaitGroup
 	errs := make(chan error, 1000)
 	work := make(chan int)
@@ -150,7 +155,7 @@ func TestClientGoPagination(t *testing.T) {
 		}
 		if pages == 1 {
 			require.NotNil(t, list.RemainingItemCount)
-			assert.EqualValues(t, 900, *list.RemainingItemCount)
+			assert.EqualValues(t, 901, *list.RemainingItemCount)
 			// Written after the first page: not part of this list's snapshot.
 			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm-9999-late"}}, metav1.CreateOptions{})
 			require.NoError(t, err)
@@ -160,14 +165,15 @@ func TestClientGoPagination(t *testing.T) {
 		}
 		opts.Continue = list.Continue
 	}
-	assert.Equal(t, 10, pages)
-	require.Len(t, names, 1000)
-	for i, n := range names {
+	assert.Equal(t, 11, pages)
+	require.Len(t, names, 1001)
+	for i, n := range names[:1000] {
 		assert.Equal(t, fmt.Sprintf("cm-%04d", i), n)
 	}
+	assert.Equal(t, "kube-root-ca.crt", names[1000])
 	all, err := cms.List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
-	assert.Len(t, all.Items, 1001)
+	assert.Len(t, all.Items, 1002)
 
 	_, err = cms.List(ctx, metav1.ListOptions{Limit: 10, Continue: "not-a-token"})
 	assert.True(t, apierrors.IsBadRequest(err), "%v", err)

@@ -277,8 +277,8 @@ func suiteCases() []suiteCase {
 			kubectl: []string{"create", "--validate=false", "-f", "{file}", "-o", "jsonpath={.status.allowed}"}, want: "true"},
 
 		// Service-account tokens.
-		{name: "no default service account", who: "admin", kubectl: []string{"create", "token", "default", "-n", "team"}, fail: true,
-			want: `serviceaccounts "default" not found`},
+		{name: "no such service account", who: "admin", kubectl: []string{"create", "token", "nobody", "-n", "team"}, fail: true,
+			want: `serviceaccounts "nobody" not found`},
 		{name: "create service account", who: "admin", kubectl: []string{"create", "serviceaccount", "robot", "-n", "team"}, want: "serviceaccount/robot created"},
 		{name: "create token", who: "admin", kubectl: []string{"create", "token", "robot", "-n", "team"}, want: "re:^eyJ", save: "robot"},
 		{name: "token whoami", who: "var:robot", kubectl: []string{"auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}"},

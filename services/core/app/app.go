@@ -1,5 +1,7 @@
 // Package app assembles the core backend: /api/v1 and the built-in groups on etcd, with
-// the controllers a bare kube-apiserver runs (namespace lifecycle, garbage collection).
+// the controllers a bare kube-apiserver runs (namespace lifecycle, garbage collection) and
+// those of kube-controller-manager that users cannot do without (cluster role aggregation,
+// default service accounts and the root CA ConfigMap).
 package app
 
 import (
@@ -12,6 +14,7 @@ import (
 	"github.com/apichain/apichain/pkg/controller/clusterroleaggregation"
 	"github.com/apichain/apichain/pkg/controller/garbagecollector"
 	"github.com/apichain/apichain/pkg/controller/namespace"
+	"github.com/apichain/apichain/pkg/controller/serviceaccount"
 	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/storage"
 	"github.com/apichain/apichain/pkg/topology"
@@ -88,6 +91,16 @@ func Setup(b *backend.Backend) error {
 	}
 	if err := b.Server.AddPostStartHook("start-clusterrole-aggregation-controller", func(ctx context.Context) error {
 		go clusterroleaggregation.Run(ctx, client, b.Log, 5*time.Minute)
+		return nil
+	}); err != nil {
+		return err
+	}
+	ca, err := b.ClientCA()
+	if err != nil {
+		return err
+	}
+	if err := b.Server.AddPostStartHook("start-serviceaccount-controller", func(ctx context.Context) error {
+		go serviceaccount.Run(ctx, client, ca, b.Log, 30*time.Second)
 		return nil
 	}); err != nil {
 		return err
