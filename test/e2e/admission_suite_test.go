@@ -209,6 +209,20 @@ spec:
 `),
 		{name: "policy columns", who: "admin", kubectl: []string{"get", "validatingadmissionpolicies"}, want: `re:(?m)^cm-keys\s+2\s+<unset>\s+\S+$`},
 		{name: "binding columns", who: "admin", kubectl: []string{"get", "validatingadmissionpolicybindings"}, want: `re:(?m)^cm-keys-deny\s+cm-keys\s+<unset>\s+\S+$`},
+		{name: "policy type checked", who: "admin", kubectl: []string{"get", "validatingadmissionpolicy", "cm-keys", "-o", "jsonpath={.status.observedGeneration} {.status.typeChecking}"},
+			apichainOnly: true, eventually: true, want: "1 {}"},
+		apply("policy with a typo", `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: typo}
+spec:
+  matchConstraints:
+    resourceRules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+  validations: [{expression: "object.spec.replicas > 0"}]
+`),
+		{name: "type checking warns", who: "admin", kubectl: []string{"get", "validatingadmissionpolicy", "typo", "-o",
+			"jsonpath={.status.typeChecking.expressionWarnings[0].fieldRef}: {.status.typeChecking.expressionWarnings[0].warning}"},
+			apichainOnly: true, eventually: true, want: "spec.validations[0].expression: /v1, Kind=ConfigMap: ERROR: <input>:1:7: undefined field 'spec'"},
+		{name: "remove typo", who: "admin", kubectl: []string{"delete", "validatingadmissionpolicy", "typo"}, want: "deleted"},
 		{name: "policy denies", who: "admin", kubectl: []string{"create", "configmap", "big", "-n", "vap", "--from-literal=a=1", "--from-literal=b=2", "--from-literal=c=3", "--dry-run=server"},
 			fail: true, eventually: true,
 			want: `configmaps "big" is forbidden: ValidatingAdmissionPolicy 'cm-keys' with binding 'cm-keys-deny' denied request: at most two keys`},

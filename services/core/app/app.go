@@ -1,7 +1,8 @@
 // Package app assembles the core backend: /api/v1 and the built-in groups on etcd, with
 // the controllers a bare kube-apiserver runs (namespace lifecycle, garbage collection) and
 // those of kube-controller-manager that users cannot do without (cluster role aggregation,
-// default service accounts and the root CA ConfigMap).
+// default service accounts and the root CA ConfigMap, type checking of validating admission
+// policies).
 package app
 
 import (
@@ -14,6 +15,7 @@ import (
 	"github.com/apichain/apichain/pkg/controller/clusterroleaggregation"
 	"github.com/apichain/apichain/pkg/controller/garbagecollector"
 	"github.com/apichain/apichain/pkg/controller/namespace"
+	"github.com/apichain/apichain/pkg/controller/policystatus"
 	"github.com/apichain/apichain/pkg/controller/serviceaccount"
 	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/storage"
@@ -101,6 +103,12 @@ func Setup(b *backend.Backend) error {
 	}
 	if err := b.Server.AddPostStartHook("start-serviceaccount-controller", func(ctx context.Context) error {
 		go serviceaccount.Run(ctx, client, ca, b.Log, 30*time.Second)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := b.Server.AddPostStartHook("start-validatingadmissionpolicy-status-controller", func(ctx context.Context) error {
+		go policystatus.Run(ctx, client, set.OpenAPIV2, b.Log, 5*time.Minute)
 		return nil
 	}); err != nil {
 		return err
