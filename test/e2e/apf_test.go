@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,8 +14,16 @@ import (
 	"testing"
 	"time"
 
+	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -155,6 +165,31 @@ spec:
 			assert.Equal(t, "Too many requests, please try again later.", st.Message)
 			assert.Equal(t, uid("flowschema", "flooder"), r.header.Get("X-Kubernetes-PF-FlowSchema-UID"))
 		}
+		// gRPC calls are limited the same way: RESOURCE_EXHAUSTED with kube's Status and a RetryInfo.
+		gctx, gcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer gcancel()
+		var md metadata.MD
+		_, err := resourcev1.NewResourceServiceClient(grpcTokenConn(t, c, "flooder-token")).Get(gctx,
+			&resourcev1.GetRequest{Ref: &resourcev1.ResourceRef{Version: "v1", Resource: "namespaces", Name: "default"}}, grpc.Header(&md))
+		require.Error(t, err)
+		assert.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
+		kube := rpcstatus.ToKube(err)
+		assert.EqualValues(t, http.StatusTooManyRequests, kube.Code)
+		assert.Equal(t, "Too many requests, please try again later.", kube.Message)
+		var retry *errdetails.RetryInfo
+		for _, d := range status.Convert(err).Details() {
+			if r, ok := d.(*errdetails.RetryInfo); ok {
+				retry = r
+			}
+		}
+		require.NotNil(t, retry, "a RetryInfo detail")
+		assert.Positive(t, retry.GetRetryDelay().AsDuration())
+		assert.Equal(t, []string{uid("flowschema", "flooder")}, md.Get("x-kubernetes-pf-flowschema-uid"))
+		_, err = resourcev1.NewResourceServiceClient(grpcTokenConn(t, c, "calm-token")).Get(gctx,
+			&resourcev1.GetRequest{Ref: &resourcev1.ResourceRef{Version: "v1", Resource: "namespaces", Name: "default"}}, grpc.Header(&md))
+		require.NoError(t, err)
+		assert.Equal(t, []string{uid("flowschema", "global-default")}, md.Get("x-kubernetes-pf-flowschema-uid"))
+
 		// Everyone else is served while the flooder's level is full.
 		code, _, _ := classified(calm, "/api/v1/namespaces/slow/configmaps")
 		assert.Equal(t, http.StatusOK, code)
@@ -163,10 +198,30 @@ spec:
 		assert.Equal(t, http.StatusCreated, <-held, "the held create is admitted once the webhook is ignored")
 
 		_, dump, _ := c.get("/debug/api_priority_and_fairness/dump_priority_levels")
-		assert.Regexp(t, `(?m)^tiny,(\s*\S+,){6}\s*5,`, dump, "five rejections in the dump:\n%s", dump)
+		assert.Regexp(t, `(?m)^tiny,(\s*\S+,){6}\s*6,`, dump, "six rejections (five REST, one gRPC) in the dump:\n%s", dump)
 		_, metrics, _ := c.get("/metrics")
-		assert.Regexp(t, `apiserver_flowcontrol_rejected_requests_total\{flow_schema="flooder",priority_level="tiny",reason="concurrency-limit"\} 5\n`, metrics)
+		assert.Regexp(t, `apiserver_flowcontrol_rejected_requests_total\{flow_schema="flooder",priority_level="tiny",reason="concurrency-limit"\} 6\n`, metrics)
 		k.fails("get", "configmap", "flood-0", "-n", "slow")
+	})
+
+	t.Run("gRPC calls are classified", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		rs := resourcev1.NewResourceServiceClient(grpcConn(t, c, true))
+		var md metadata.MD
+		_, err := rs.Get(ctx, &resourcev1.GetRequest{Ref: &resourcev1.ResourceRef{Version: "v1", Resource: "namespaces", Name: "default"}}, grpc.Header(&md))
+		require.NoError(t, err)
+		assert.Equal(t, []string{uid("flowschema", "exempt")}, md.Get("x-kubernetes-pf-flowschema-uid"))
+		assert.Equal(t, []string{uid("prioritylevelconfiguration", "exempt")}, md.Get("x-kubernetes-pf-prioritylevel-uid"))
+		// A watch is classified from its request and, once open, streams.
+		w, err := resourcev1.NewResourceServiceClient(grpcTokenConn(t, c, "calm-token")).Watch(ctx,
+			&resourcev1.WatchRequest{Ref: &resourcev1.ResourceRef{Version: "v1", Resource: "configmaps", Namespace: "slow"}})
+		require.NoError(t, err)
+		hd, err := w.Header()
+		require.NoError(t, err)
+		assert.Equal(t, []string{uid("flowschema", "global-default")}, hd.Get("x-kubernetes-pf-flowschema-uid"))
+		_, err = w.Recv()
+		require.NoError(t, err, "the watch delivers the namespace's configmaps")
 	})
 
 	t.Run("debug endpoints need authorization", func(t *testing.T) {
@@ -201,3 +256,24 @@ func postConfigMap(t testing.TB, hc *http.Client, base, ns, name string) respons
 	raw, _ := io.ReadAll(resp.Body)
 	return response{code: resp.StatusCode, body: string(raw), header: resp.Header}
 }
+
+// grpcTokenConn is a gRPC connection to c's gateway that authenticates with a bearer token.
+func grpcTokenConn(t *testing.T, c *client, token string) *grpc.ClientConn {
+	t.Helper()
+	tlsCfg, err := rest.TLSConfigFor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: c.config.CAData}})
+	require.NoError(t, err)
+	u, err := url.Parse(c.base)
+	require.NoError(t, err)
+	conn, err := grpc.NewClient(u.Host, grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)),
+		grpc.WithPerRPCCredentials(bearerToken(token)))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+type bearerToken string
+
+func (b bearerToken) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+func (bearerToken) RequireTransportSecurity() bool { return true }

@@ -39,10 +39,11 @@ func TestWatchCacheSparesEtcd(t *testing.T) {
 	cs := clientset(t, c.client)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	createNamespace(t, cs, "cache")
+	createNamespace(t, cs, "cache") // the label below leaves out its kube-root-ca.crt
 	cms := cs.CoreV1().ConfigMaps("cache")
 	for i := 0; i < 10; i++ {
-		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c%d", i)}}, metav1.CreateOptions{})
+		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c%d", i),
+			Labels: map[string]string{"set": "cache"}}}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
 	// Warm the cache, let the controllers settle after startup (bootstrap, aggregation), then
@@ -66,11 +67,11 @@ func TestWatchCacheSparesEtcd(t *testing.T) {
 	const n = 50
 	var watchers []watch.Interface
 	for i := 0; i < n; i++ {
-		w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: "0", LabelSelector: "set=cache"})
 		require.NoError(t, err)
 		defer w.Stop()
 		watchers = append(watchers, w)
-		list, err := cms.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		list, err := cms.List(ctx, metav1.ListOptions{ResourceVersion: "0", LabelSelector: "set=cache"})
 		require.NoError(t, err)
 		require.Len(t, list.Items, 10)
 	}
@@ -79,7 +80,7 @@ func TestWatchCacheSparesEtcd(t *testing.T) {
 	assert.Less(t, etcdMetric(t, "etcd_mvcc_range_total")-rangesBefore, float64(n)/2,
 		"lists at resourceVersion 0 come from the cache")
 
-	_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{})
+	_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late", Labels: map[string]string{"set": "cache"}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	for i, w := range watchers {
 		seen := 0

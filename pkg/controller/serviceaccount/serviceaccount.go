@@ -32,6 +32,7 @@ func Run(ctx context.Context, c *registry.Client, caPEM []byte, log *slog.Logger
 	if !ok1 || !ok2 || !ok3 {
 		return
 	}
+	ctx = registry.WithFieldManager(ctx, "kube-controller-manager") // the manager kube's objects name
 	pass := func(ctx context.Context) error {
 		err := ensure(ctx, c, ns, sa, cm, caPEM)
 		if err != nil && ctx.Err() == nil {

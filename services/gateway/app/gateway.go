@@ -175,8 +175,17 @@ func (g *Gateway) writeKubeconfig() error {
 }
 
 func (g *Gateway) buildHandler() (http.Handler, error) {
-	g.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(audit.UnaryInterceptor(proxy.GRPCRequestInfo)),
-		grpc.ChainStreamInterceptor(audit.StreamInterceptor(proxy.GRPCRequestInfo)))
+	unary := []grpc.UnaryServerInterceptor{audit.UnaryInterceptor(proxy.GRPCRequestInfo)}
+	stream := []grpc.StreamServerInterceptor{audit.StreamInterceptor(proxy.GRPCRequestInfo)}
+	if g.opts.EnablePriorityAndFairness {
+		var err error
+		if g.apf, err = apf.New(g.opts.MaxRequestsInFlight + g.opts.MaxMutatingRequestsInFlight); err != nil {
+			return nil, err
+		}
+		unary = append(unary, g.apf.UnaryInterceptor(proxy.GRPCRequestInfo, g.opts.RequestTimeout/4))
+		stream = append(stream, g.apf.StreamInterceptor(proxy.GRPCRequestInfo, g.opts.RequestTimeout/4))
+	}
+	g.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...))
 	resourcev1.RegisterResourceServiceServer(g.grpc, proxy.NewGRPC(g.router, g.opts.AuthorizationModes))
 	lapi := &lifecycleAPI{g: g}
 	lifecyclev1.RegisterLifecycleServiceServer(g.grpc, lapi)
@@ -226,10 +235,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	}
 	bearer.Tokens = append(bearer.Tokens, g.saTokens)
 	var pf func(http.Handler) http.Handler
-	if g.opts.EnablePriorityAndFairness {
-		if g.apf, err = apf.New(g.opts.MaxRequestsInFlight + g.opts.MaxMutatingRequestsInFlight); err != nil {
-			return nil, err
-		}
+	if g.apf != nil {
 		bearer.Tokens = append([]authn.TokenAuthenticator{authn.StaticToken{Token: g.apf.LoopbackToken(), User: apf.LoopbackUser}}, bearer.Tokens...)
 		pf = func(h http.Handler) http.Handler { return g.apf.Filter(h, g.opts.RequestTimeout/4) }
 		mux.Handle("/debug/api_priority_and_fairness/", g.apf.Debug())

@@ -7,6 +7,7 @@ import (
 	"github.com/apichain/apichain/pkg/caller"
 	"github.com/apichain/apichain/pkg/discovery"
 	"github.com/apichain/apichain/pkg/rpcstatus"
+	"github.com/apichain/apichain/services/gateway/apf"
 	"github.com/apichain/apichain/services/gateway/routing"
 	"google.golang.org/grpc"
 )
@@ -106,6 +107,7 @@ func (p *GRPC) Watch(req *resourcev1.WatchRequest, out grpc.ServerStreamingServe
 	if err != nil {
 		return err
 	}
+	apf.WatchInitialized(out.Context()) // the watch is open: its priority-and-fairness seat is free
 	for {
 		ev, err := in.Recv()
 		if err != nil {
