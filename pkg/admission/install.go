@@ -17,10 +17,12 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 )
 
-// Chain is a backend's admission in kube's order: the built-in ServiceAccount plugin (where
-// pods are served), MutatingAdmissionPolicies, then mutating webhooks; then (after the kind's
-// own validation) ValidatingAdmissionPolicies, then validating webhooks.
+// Chain is a backend's admission in kube's order: the built-in LimitRanger and
+// ServiceAccount plugins (where pods are served), MutatingAdmissionPolicies, then mutating
+// webhooks; then (after the kind's own validation) LimitRanger's checks,
+// ValidatingAdmissionPolicies, then validating webhooks.
 type Chain struct {
+	LimitRanger      *LimitRanger     // nil where pods are not served
 	ServiceAccounts  *ServiceAccounts // nil where pods are not served
 	Webhooks         *Webhooks
 	Policies         *Policies
@@ -31,6 +33,11 @@ type Chain struct {
 // and once more the policies with reinvocationPolicy IfNeeded if the webhooks changed what
 // the policies had made, as kube's second round does.
 func (c *Chain) Admit(ctx context.Context, a admission.Attributes) (runtime.Object, error) {
+	if c.LimitRanger != nil {
+		if err := c.LimitRanger.Admit(ctx, a); err != nil {
+			return nil, err
+		}
+	}
 	if c.ServiceAccounts != nil {
 		if err := c.ServiceAccounts.Admit(ctx, a); err != nil {
 			return nil, err
@@ -70,6 +77,11 @@ func setObject(a admission.Attributes, obj runtime.Object) {
 
 // Validate runs validating admission.
 func (c *Chain) Validate(ctx context.Context, a admission.Attributes) error {
+	if c.LimitRanger != nil {
+		if err := c.LimitRanger.Validate(ctx, a); err != nil {
+			return err
+		}
+	}
 	if err := c.Policies.Validate(ctx, a); err != nil {
 		return err
 	}
@@ -123,7 +135,7 @@ func Install(b *backend.Backend, h *registry.Handler, config *registry.Client, p
 	mp := NewMutatingPolicies(p)
 	chain := &Chain{Webhooks: w, Policies: p, MutatingPolicies: mp}
 	if _, ok := registry.NewClient(h).Lookup(corev1.SchemeGroupVersion.WithResource("pods")); ok {
-		chain.ServiceAccounts = NewServiceAccounts(config)
+		chain.LimitRanger, chain.ServiceAccounts = NewLimitRanger(config), NewServiceAccounts(config)
 	}
 	h.SetAdmission(chain)
 	w.OnFailingChange(func() { b.SetFailingWebhooks(w.Failing()) })

@@ -419,6 +419,55 @@ spec:
 		{name: "every namespace gets the root CA", who: "admin", kubectl: []string{"get", "configmap", "kube-root-ca.crt", "-n", "vap", "-o", "jsonpath={.data.ca\\.crt}"},
 			apichainOnly: true, eventually: true, want: "-----BEGIN CERTIFICATE-----"},
 
+		// LimitRange and the LimitRanger admission plugin.
+		{name: "namespace limits", who: "admin", kubectl: []string{"create", "namespace", "limits"}, want: "namespace/limits created"},
+		{name: "default service account in limits", who: "admin", kubectl: []string{"apply", "-f", "{file}"},
+			file: "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: default, namespace: limits}\n", want: "serviceaccount/default"},
+		apply("limit range", `apiVersion: v1
+kind: LimitRange
+metadata: {name: lr, namespace: limits}
+spec:
+  limits:
+  - type: Container
+    max: {cpu: "1", memory: 1Gi}
+    min: {cpu: 50m}
+    default: {cpu: 500m}
+    defaultRequest: {cpu: 100m, memory: 64Mi}
+  - type: Pod
+    max: {cpu: "2"}
+`),
+		{name: "limit range defaults", who: "admin", kubectl: []string{"get", "limitrange", "lr", "-n", "limits", "-o", "jsonpath={.spec.limits[0].default} {.spec.limits[0].defaultRequest} {.spec.limits[1].default}"},
+			want: `{"cpu":"500m","memory":"1Gi"} {"cpu":"100m","memory":"64Mi"} `},
+		{name: "limit range columns", who: "admin", kubectl: []string{"get", "limits", "-n", "limits"}, want: `re:(?m)^NAME\s+CREATED AT\nlr\s+\d{4}-\d\d-\d\dT`},
+		{name: "pod gets the defaults", who: "admin", kubectl: []string{"run", "p1", "-n", "limits", "--image=nginx", "--dry-run=server", "-o",
+			"jsonpath={.spec.containers[0].resources}"}, eventually: true,
+			want: `{"limits":{"cpu":"500m","memory":"1Gi"},"requests":{"cpu":"100m","memory":"64Mi"}}`},
+		{name: "what the plugin set", who: "admin", kubectl: []string{"run", "p1", "-n", "limits", "--image=nginx", "--dry-run=server", "-o",
+			`jsonpath={.metadata.annotations.kubernetes\.io/limit-ranger}`},
+			want: "LimitRanger plugin set: cpu, memory request for container p1; cpu, memory limit for container p1"},
+		{name: "over the maximum", who: "admin", kubectl: []string{"run", "big", "-n", "limits", "--image=nginx", "--overrides",
+			`{"spec":{"containers":[{"name":"big","image":"nginx","resources":{"limits":{"cpu":"3"}}}]}}`}, fail: true,
+			want: `pods "big" is forbidden: [maximum cpu usage per Container is 1, but limit is 3, maximum cpu usage per Pod is 2, but limit is 3]`},
+		{name: "under the minimum", who: "admin", kubectl: []string{"run", "small", "-n", "limits", "--image=nginx", "--overrides",
+			`{"spec":{"containers":[{"name":"small","image":"nginx","resources":{"requests":{"cpu":"10m"},"limits":{"cpu":"10m"}}}]}}`}, fail: true,
+			want: `pods "small" is forbidden: minimum cpu usage per Container is 50m, but request is 10m`},
+		{name: "within the range", who: "admin", kubectl: []string{"run", "fits", "-n", "limits", "--image=nginx"}, want: "pod/fits created"},
+		invalid("min over max", `apiVersion: v1
+kind: LimitRange
+metadata: {name: bad, namespace: limits}
+spec: {limits: [{type: Container, max: {cpu: "1"}, min: {cpu: "2"}}]}
+`, `min value 2 is greater than max value 1`),
+		invalid("pod ranges have no defaults", `apiVersion: v1
+kind: LimitRange
+metadata: {name: bad, namespace: limits}
+spec: {limits: [{type: Pod, default: {cpu: "1"}}]}
+`, "spec.limits[0].default: Forbidden: may not be specified when `type` is 'Pod'"),
+		invalid("unknown limit type", `apiVersion: v1
+kind: LimitRange
+metadata: {name: bad, namespace: limits}
+spec: {limits: [{type: Node, max: {cpu: "1"}}]}
+`, `spec.limits[0].type: Invalid value: "Node": must be a standard limit type or fully qualified`),
+
 		// API Priority and Fairness.
 		{name: "bootstrap flow schemas", who: "admin", kubectl: []string{"get", "flowschemas"}, eventually: true,
 			want: `re:(?m)^global-default\s+global-default\s+9900\s+ByUser\s+\S+\s+False$`},
