@@ -108,7 +108,7 @@ func TestComposeStack(t *testing.T) {
 	s.kubectl("create", "namespace", "compose")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	w, err := cs.CoreV1().ConfigMaps("compose").Watch(ctx, metav1.ListOptions{})
+	w, err := cs.CoreV1().ConfigMaps("compose").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=c1"}) // not the namespace's kube-root-ca.crt
 	require.NoError(t, err)
 	defer w.Stop()
 	s.kubectl("create", "configmap", "c1", "-n", "compose", "--from-literal=a=b")
