@@ -20,10 +20,11 @@ import (
 // Chain is a backend's admission in kube's order: the built-in LimitRanger and
 // ServiceAccount plugins (where pods are served), MutatingAdmissionPolicies, then mutating
 // webhooks; then (after the kind's own validation) LimitRanger's checks,
-// ValidatingAdmissionPolicies, then validating webhooks.
+// ValidatingAdmissionPolicies, validating webhooks, and ResourceQuota last.
 type Chain struct {
 	LimitRanger      *LimitRanger     // nil where pods are not served
 	ServiceAccounts  *ServiceAccounts // nil where pods are not served
+	ResourceQuota    *ResourceQuota
 	Webhooks         *Webhooks
 	Policies         *Policies
 	MutatingPolicies *MutatingPolicies
@@ -85,7 +86,10 @@ func (c *Chain) Validate(ctx context.Context, a admission.Attributes) error {
 	if err := c.Policies.Validate(ctx, a); err != nil {
 		return err
 	}
-	return c.Webhooks.Validate(ctx, a)
+	if err := c.Webhooks.Validate(ctx, a); err != nil {
+		return err
+	}
+	return c.ResourceQuota.Validate(ctx, a)
 }
 
 // ConfigurationResources are the admission configuration kinds core serves.
@@ -133,7 +137,7 @@ func Install(b *backend.Backend, h *registry.Handler, config *registry.Client, p
 	}
 	p := NewPolicies(Namespaces(config), b.Log, params...)
 	mp := NewMutatingPolicies(p)
-	chain := &Chain{Webhooks: w, Policies: p, MutatingPolicies: mp}
+	chain := &Chain{Webhooks: w, Policies: p, MutatingPolicies: mp, ResourceQuota: NewResourceQuota(config, b.Stopping())}
 	if _, ok := registry.NewClient(h).Lookup(corev1.SchemeGroupVersion.WithResource("pods")); ok {
 		chain.LimitRanger, chain.ServiceAccounts = NewLimitRanger(config), NewServiceAccounts(config)
 	}

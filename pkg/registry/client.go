@@ -52,6 +52,16 @@ func (c *Client) List(ctx context.Context, r *Resource, namespace, fieldSelector
 	return res.items, nil
 }
 
+// ListCached lists from the watch cache once it holds r (resourceVersion "0": possibly a
+// little behind, as an informer is), from etcd before.
+func (c *Client) ListCached(ctx context.Context, r *Resource, namespace string) ([]runtime.Object, error) {
+	res, err := c.h.list(ctx, r, namespace, &resourcev1.ListOptions{ResourceVersion: "0"}, 0, "")
+	if err != nil {
+		return nil, err
+	}
+	return res.items, nil
+}
+
 // Get reads one object, from the watch cache when it has it (any version is fine) and from
 // etcd when it does not (yet). The object is shared: read it, do not change it.
 func (c *Client) Get(ctx context.Context, r *Resource, namespace, name string) (runtime.Object, error) {
@@ -90,6 +100,19 @@ func (c *Client) Update(ctx context.Context, r *Resource, namespace, name, subre
 		}
 		return current, nil
 	})
+	return err
+}
+
+// ReplaceStatus writes obj's status if the stored object is still at obj's resourceVersion
+// (an optimistic update: a Conflict error says it moved on).
+func (c *Client) ReplaceStatus(ctx context.Context, r *Resource, obj runtime.Object) error {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	ref := objectRef(r, acc.GetNamespace(), acc.GetName())
+	ref.Subresource = "status"
+	_, err = c.h.update(ctx, r, ref, false, func(runtime.Object) (runtime.Object, error) { return obj.DeepCopyObject(), nil })
 	return err
 }
 

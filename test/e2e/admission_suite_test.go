@@ -468,6 +468,63 @@ metadata: {name: bad, namespace: limits}
 spec: {limits: [{type: Node, max: {cpu: "1"}}]}
 `, `spec.limits[0].type: Invalid value: "Node": must be a standard limit type or fully qualified`),
 
+		// ResourceQuota. A bare kube-apiserver has no controller to fill a quota's status, so
+		// it is written here as the controller would (apichain's core keeps it itself).
+		{name: "namespace quota", who: "admin", kubectl: []string{"create", "namespace", "quota"}, want: "namespace/quota created"},
+		{name: "default service account in quota", who: "admin", kubectl: []string{"apply", "-f", "{file}"},
+			file: "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: default, namespace: quota}\n", want: "serviceaccount/default"},
+		apply("a quota", `apiVersion: v1
+kind: ResourceQuota
+metadata: {name: q, namespace: quota}
+spec:
+  hard: {pods: "2", secrets: "2", requests.cpu: "1", limits.cpu: "2"}
+`),
+		{name: "quota status kept by core", who: "admin", kubectl: []string{"get", "quota", "q", "-n", "quota", "-o", "jsonpath={.status.hard.pods} {.status.used.pods}"},
+			apichainOnly: true, eventually: true, want: "2 0"},
+		{name: "quota status", who: "admin", kubectl: []string{"patch", "resourcequota", "q", "-n", "quota", "--subresource=status", "--type=merge", "-p",
+			`{"status":{"hard":{"pods":"2","secrets":"2","requests.cpu":"1","limits.cpu":"2"},"used":{"pods":"0","secrets":"0","requests.cpu":"0","limits.cpu":"0"}}}`},
+			want: "resourcequota/q patched"},
+		{name: "quota columns", who: "admin", kubectl: []string{"get", "quota", "-n", "quota"},
+			want: `re:(?m)^NAME\s+REQUEST\s+LIMIT\s+AGE\nq\s+pods: 0/2, requests.cpu: 0/1, secrets: 0/2\s+limits.cpu: 0/2\s+\S+$`},
+		{name: "quota needs requests", who: "admin", kubectl: []string{"run", "p0", "-n", "quota", "--image=nginx"}, fail: true,
+			want: `pods "p0" is forbidden: failed quota: q: must specify limits.cpu for: p0; requests.cpu for: p0`},
+		{name: "first secret", who: "admin", kubectl: []string{"create", "secret", "generic", "s1", "-n", "quota"}, want: "secret/s1 created"},
+		{name: "second secret", who: "admin", kubectl: []string{"create", "secret", "generic", "s2", "-n", "quota"}, want: "secret/s2 created"},
+		{name: "third secret exceeds", who: "admin", kubectl: []string{"create", "secret", "generic", "s3", "-n", "quota"}, fail: true,
+			want: `secrets "s3" is forbidden: exceeded quota: q, requested: secrets=1, used: secrets=2, limited: secrets=2`},
+		{name: "a pod within quota", who: "admin", kubectl: []string{"run", "p1", "-n", "quota", "--image=nginx", "--overrides",
+			`{"spec":{"containers":[{"name":"p1","image":"nginx","resources":{"requests":{"cpu":"600m"},"limits":{"cpu":"1"}}}]}}`}, want: "pod/p1 created"},
+		{name: "a pod over quota", who: "admin", kubectl: []string{"run", "p2", "-n", "quota", "--image=nginx", "--overrides",
+			`{"spec":{"containers":[{"name":"p2","image":"nginx","resources":{"requests":{"cpu":"600m"},"limits":{"cpu":"1"}}}]}}`}, fail: true,
+			want: `pods "p2" is forbidden: exceeded quota: q, requested: requests.cpu=600m, used: requests.cpu=600m, limited: requests.cpu=1`},
+		{name: "dry run charges nothing", who: "admin", kubectl: []string{"run", "p3", "-n", "quota", "--image=nginx", "--dry-run=server", "--overrides",
+			`{"spec":{"containers":[{"name":"p3","image":"nginx","resources":{"requests":{"cpu":"100m"},"limits":{"cpu":"100m"}}}]}}`}, want: "pod/p3 created (server dry run)"},
+		{name: "usage charged", who: "admin", kubectl: []string{"get", "quota", "q", "-n", "quota"}, eventually: true,
+			want: `re:(?m)^q\s+pods: 1/2, requests.cpu: 600m/1, secrets: 2/2\s+limits.cpu: 1/2\s+\S+$`},
+		{name: "deleting a secret", who: "admin", kubectl: []string{"delete", "secret", "s1", "-n", "quota"}, want: `secret "s1" deleted`},
+		{name: "deleted usage released", who: "admin", kubectl: []string{"get", "quota", "q", "-n", "quota", "-o", "jsonpath={.status.used.secrets}"},
+			apichainOnly: true, eventually: true, want: "1"},
+		invalid("negative quota", `apiVersion: v1
+kind: ResourceQuota
+metadata: {name: bad, namespace: quota}
+spec: {hard: {pods: "-1"}}
+`, `spec.hard[pods]: Invalid value: "-1": must be greater than or equal to 0`),
+		invalid("fractional count", `apiVersion: v1
+kind: ResourceQuota
+metadata: {name: bad, namespace: quota}
+spec: {hard: {secrets: 1500m}}
+`, `spec.hard[secrets]: Invalid value: "1500m": must be an integer`),
+		invalid("unknown quota resource", `apiVersion: v1
+kind: ResourceQuota
+metadata: {name: bad, namespace: quota}
+spec: {hard: {foo: "1"}}
+`, `spec.hard[foo]: Invalid value: "foo": must be a standard resource for quota`),
+		invalid("conflicting scopes", `apiVersion: v1
+kind: ResourceQuota
+metadata: {name: bad, namespace: quota}
+spec: {hard: {pods: "1"}, scopes: [BestEffort, NotBestEffort]}
+`, `conflicting scopes`),
+
 		// API Priority and Fairness.
 		{name: "bootstrap flow schemas", who: "admin", kubectl: []string{"get", "flowschemas"}, eventually: true,
 			want: `re:(?m)^global-default\s+global-default\s+9900\s+ByUser\s+\S+\s+False$`},

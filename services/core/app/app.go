@@ -1,8 +1,8 @@
 // Package app assembles the core backend: /api/v1 and the built-in groups on etcd, with
 // the controllers a bare kube-apiserver runs (namespace lifecycle, garbage collection) and
 // those of kube-controller-manager that users cannot do without (cluster role aggregation,
-// default service accounts and the root CA ConfigMap, type checking of validating admission
-// policies).
+// default service accounts and the root CA ConfigMap, resource quota usage, type checking of
+// validating admission policies).
 package app
 
 import (
@@ -16,6 +16,7 @@ import (
 	"github.com/apichain/apichain/pkg/controller/garbagecollector"
 	"github.com/apichain/apichain/pkg/controller/namespace"
 	"github.com/apichain/apichain/pkg/controller/policystatus"
+	"github.com/apichain/apichain/pkg/controller/resourcequota"
 	"github.com/apichain/apichain/pkg/controller/serviceaccount"
 	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/storage"
@@ -103,6 +104,12 @@ func Setup(b *backend.Backend) error {
 	}
 	if err := b.Server.AddPostStartHook("start-serviceaccount-controller", func(ctx context.Context) error {
 		go serviceaccount.Run(ctx, client, ca, b.Log, 30*time.Second)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := b.Server.AddPostStartHook("start-resourcequota-controller", func(ctx context.Context) error {
+		go resourcequota.Run(ctx, client, b.Log, 30*time.Second)
 		return nil
 	}); err != nil {
 		return err

@@ -43,6 +43,7 @@ func Resources(esc *Escalation) []*registry.Resource {
 	return append(append([]*registry.Resource{
 		registry.Namespaces(),
 		limitRanges(),
+		resourceQuotas(),
 		{GroupVersion: v1, Name: "configmaps", SingularName: "configmap", Kind: "ConfigMap", Namespaced: true,
 			ShortNames: []string{"cm"}, New: obj[corev1.ConfigMap](), NewList: obj[corev1.ConfigMapList](),
 			Validate: validateConfigMap, ValidateUpdate: validateConfigMapUpdate, Columns: configMapColumns, Cells: configMapCells},
