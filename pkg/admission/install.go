@@ -19,11 +19,12 @@ import (
 
 // Chain is a backend's admission in kube's order: the built-in LimitRanger and
 // ServiceAccount plugins (where pods are served), MutatingAdmissionPolicies, then mutating
-// webhooks; then (after the kind's own validation) LimitRanger's checks,
+// webhooks; then (after the kind's own validation) LimitRanger's checks, PodSecurity,
 // ValidatingAdmissionPolicies, validating webhooks, and ResourceQuota last.
 type Chain struct {
 	LimitRanger      *LimitRanger     // nil where pods are not served
 	ServiceAccounts  *ServiceAccounts // nil where pods are not served
+	PodSecurity      *PodSecurity     // nil where pods are not served
 	ResourceQuota    *ResourceQuota
 	Webhooks         *Webhooks
 	Policies         *Policies
@@ -80,6 +81,11 @@ func setObject(a admission.Attributes, obj runtime.Object) {
 func (c *Chain) Validate(ctx context.Context, a admission.Attributes) error {
 	if c.LimitRanger != nil {
 		if err := c.LimitRanger.Validate(ctx, a); err != nil {
+			return err
+		}
+	}
+	if c.PodSecurity != nil {
+		if err := c.PodSecurity.Validate(ctx, a); err != nil {
 			return err
 		}
 	}
@@ -140,6 +146,9 @@ func Install(b *backend.Backend, h *registry.Handler, config *registry.Client, p
 	chain := &Chain{Webhooks: w, Policies: p, MutatingPolicies: mp, ResourceQuota: NewResourceQuota(config, b.Stopping())}
 	if _, ok := registry.NewClient(h).Lookup(corev1.SchemeGroupVersion.WithResource("pods")); ok {
 		chain.LimitRanger, chain.ServiceAccounts = NewLimitRanger(config), NewServiceAccounts(config)
+		if chain.PodSecurity, err = NewPodSecurity(config); err != nil {
+			return err
+		}
 	}
 	h.SetAdmission(chain)
 	w.OnFailingChange(func() { b.SetFailingWebhooks(w.Failing()) })

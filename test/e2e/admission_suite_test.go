@@ -525,6 +525,25 @@ metadata: {name: bad, namespace: quota}
 spec: {hard: {pods: "1"}, scopes: [BestEffort, NotBestEffort]}
 `, `conflicting scopes`),
 
+		// PodSecurity.
+		{name: "namespace psa", who: "admin", kubectl: []string{"create", "namespace", "psa"}, want: "namespace/psa created"},
+		{name: "restricted namespace", who: "admin", kubectl: []string{"label", "namespace", "psa", "pod-security.kubernetes.io/enforce=restricted"}, want: "namespace/psa labeled"},
+		{name: "default service account in psa", who: "admin", kubectl: []string{"apply", "-f", "{file}"},
+			file: "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: default, namespace: psa}\n", want: "serviceaccount/default"},
+		{name: "restricted refuses", who: "admin", kubectl: []string{"run", "p", "-n", "psa", "--image=nginx"}, fail: true,
+			want: `pods "p" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "p" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container "p" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or container "p" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container "p" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`},
+		{name: "restricted admits a compliant pod", who: "admin", kubectl: []string{"run", "ok", "-n", "psa", "--image=nginx", "--overrides", `{"spec":{"securityContext":{"runAsNonRoot":true,"runAsUser":1000,"seccompProfile":{"type":"RuntimeDefault"}},"containers":[{"name":"ok","image":"nginx","securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}}]}}`}, want: "pod/ok created"},
+		{name: "controllers are warned", who: "admin", kubectl: []string{"create", "deployment", "d", "-n", "psa", "--image=nginx"},
+			want: `Warning: would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "nginx" must set securityContext.allowPrivilegeEscalation=false)`},
+		{name: "raising enforce warns about existing pods", who: "admin", kubectl: []string{"label", "namespace", "quota", "pod-security.kubernetes.io/enforce=restricted"},
+			want: `Warning: existing pods in namespace "quota" violate the new PodSecurity enforce level "restricted:latest"`},
+		{name: "warn mode", who: "admin", kubectl: []string{"label", "namespace", "limits", "pod-security.kubernetes.io/warn=baseline"}, want: "namespace/limits labeled"},
+		{name: "warned host network pod", who: "admin", kubectl: []string{"run", "hostnet", "-n", "limits", "--image=nginx", "--overrides",
+			`{"spec":{"hostNetwork":true}}`},
+			want: `Warning: would violate PodSecurity "baseline:latest": host namespaces (hostNetwork=true)`},
+		{name: "bad level", who: "admin", kubectl: []string{"label", "namespace", "psa", "pod-security.kubernetes.io/enforce=bogus", "--overwrite"}, fail: true,
+			want: `metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "bogus": must be one of privileged, baseline, restricted`},
+
 		// API Priority and Fairness.
 		{name: "bootstrap flow schemas", who: "admin", kubectl: []string{"get", "flowschemas"}, eventually: true,
 			want: `re:(?m)^global-default\s+global-default\s+9900\s+ByUser\s+\S+\s+False$`},
