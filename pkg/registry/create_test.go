@@ -115,7 +115,7 @@ func TestCreateErrors(t *testing.T) {
 			}},
 		{name: "terminating namespace", namespace: terminating, body: body(configMap("x", nil)), code: 403, reason: metav1.StatusReasonForbidden,
 			check: func(t *testing.T, st *metav1.Status) {
-				assert.Contains(t, st.Message, "because it is being terminated")
+				assert.Equal(t, `configmaps "x" is forbidden: unable to create new content in namespace `+terminating+` because it is being terminated`, st.Message)
 			}},
 		{name: "invalid name", namespace: ns, body: body(configMap("Bad_Name", nil)), code: 422, reason: metav1.StatusReasonInvalid,
 			check: func(t *testing.T, st *metav1.Status) {

@@ -117,7 +117,7 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 		} else if acc.GetNamespace() != namespace {
 			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 		}
-		if err := h.admitNamespace(ctx, namespace); err != nil {
+		if err := h.admitNamespace(ctx, r, namespace, acc.GetName()); err != nil {
 			return nil, err
 		}
 	} else {
@@ -168,7 +168,7 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 
 // admitNamespace refuses content in a namespace that does not exist or is terminating, as
 // kube's NamespaceLifecycle admission does.
-func (h *Handler) admitNamespace(ctx context.Context, namespace string) error {
+func (h *Handler) admitNamespace(ctx context.Context, r *Resource, namespace, name string) error {
 	if namespace == "" {
 		return apierrors.NewBadRequest("namespace is required for a namespaced resource")
 	}
@@ -181,7 +181,7 @@ func (h *Handler) admitNamespace(ctx context.Context, namespace string) error {
 		return err
 	}
 	if acc, _ := meta.Accessor(obj); acc != nil && acc.GetDeletionTimestamp() != nil {
-		return apierrors.NewForbidden(ns.GroupResource(), namespace,
+		return apierrors.NewForbidden(r.GroupResource(), name,
 			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", namespace))
 	}
 	return nil

@@ -544,6 +544,21 @@ spec: {hard: {pods: "1"}, scopes: [BestEffort, NotBestEffort]}
 		{name: "bad level", who: "admin", kubectl: []string{"label", "namespace", "psa", "pod-security.kubernetes.io/enforce=bogus", "--overwrite"}, fail: true,
 			want: `metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "bogus": must be one of privileged, baseline, restricted`},
 
+		// NamespaceLifecycle.
+		{name: "no such namespace", who: "admin", kubectl: []string{"create", "configmap", "c", "-n", "nope"}, fail: true,
+			want: `namespaces "nope" not found`},
+		{name: "immortal namespace", who: "admin", kubectl: []string{"delete", "namespace", "kube-system"}, fail: true,
+			want: `namespaces "kube-system" is forbidden: this namespace may not be deleted`},
+		{name: "a namespace with a finalizer", who: "admin", kubectl: []string{"create", "-f", "{file}"},
+			file: "apiVersion: v1\nkind: Namespace\nmetadata: {name: ending}\n", want: "namespace/ending created"},
+		{name: "held content", who: "admin", kubectl: []string{"create", "-f", "{file}"},
+			file: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: held, namespace: ending, finalizers: [example.com/hold]}\n", want: "configmap/held created"},
+		{name: "ending the namespace", who: "admin", kubectl: []string{"delete", "namespace", "ending", "--wait=false"}, want: `namespace "ending" deleted`},
+		{name: "no new content while terminating", who: "admin", kubectl: []string{"create", "configmap", "late", "-n", "ending"}, fail: true, eventually: true,
+			want: `configmaps "late" is forbidden: unable to create new content in namespace ending because it is being terminated`},
+		{name: "release the content", who: "admin", kubectl: []string{"patch", "configmap", "held", "-n", "ending", "--type=json", "-p", `[{"op":"remove","path":"/metadata/finalizers"}]`},
+			want: "configmap/held patched"},
+
 		// API Priority and Fairness.
 		{name: "bootstrap flow schemas", who: "admin", kubectl: []string{"get", "flowschemas"}, eventually: true,
 			want: `re:(?m)^global-default\s+global-default\s+9900\s+ByUser\s+\S+\s+False$`},
