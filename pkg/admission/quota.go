@@ -379,33 +379,22 @@ func crossNamespaceAffinity(pod *corev1.Pod) bool {
 	if a == nil {
 		return false
 	}
-	cross := func(t corev1.PodAffinityTerm) bool { return len(t.Namespaces) != 0 || t.NamespaceSelector != nil }
-	for _, pa := range []*corev1.PodAffinity{a.PodAffinity} {
-		if pa == nil {
-			continue
-		}
-		for _, t := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-			if cross(t) {
+	cross := func(required []corev1.PodAffinityTerm, preferred []corev1.WeightedPodAffinityTerm) bool {
+		for _, t := range required {
+			if len(t.Namespaces) != 0 || t.NamespaceSelector != nil {
 				return true
 			}
 		}
-		for _, t := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
-			if cross(t.PodAffinityTerm) {
+		for _, t := range preferred {
+			if len(t.PodAffinityTerm.Namespaces) != 0 || t.PodAffinityTerm.NamespaceSelector != nil {
 				return true
 			}
 		}
+		return false
 	}
-	if pa := a.PodAntiAffinity; pa != nil {
-		for _, t := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-			if cross(t) {
-				return true
-			}
-		}
-		for _, t := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
-			if cross(t.PodAffinityTerm) {
-				return true
-			}
-		}
+	if pa := a.PodAffinity; pa != nil && cross(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution) {
+		return true
 	}
-	return false
+	pa := a.PodAntiAffinity
+	return pa != nil && cross(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
 }
