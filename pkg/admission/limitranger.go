@@ -47,7 +47,7 @@ func (l *LimitRanger) ranges(ctx context.Context, a admission.Attributes) (*core
 	if !ok {
 		return nil, nil, nil
 	}
-	objs, err := l.client.List(ctx, r, a.GetNamespace(), "")
+	objs, err := l.client.ListCached(ctx, r, a.GetNamespace()) // as kube's lister
 	if err != nil {
 		return nil, nil, admission.NewForbidden(a, fmt.Errorf("unable to %s %v at this time because there was an error enforcing limit ranges", a.GetOperation(), a.GetResource()))
 	}
