@@ -17,11 +17,12 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 )
 
-// Chain is a backend's admission in kube's order: the built-in LimitRanger and
+// Chain is a backend's admission in kube's order: the built-in Priority, LimitRanger and
 // ServiceAccount plugins (where pods are served), MutatingAdmissionPolicies, then mutating
-// webhooks; then (after the kind's own validation) LimitRanger's checks, PodSecurity,
+// webhooks; then (after the kind's own validation) Priority's and LimitRanger's checks, PodSecurity,
 // ValidatingAdmissionPolicies, validating webhooks, and ResourceQuota last.
 type Chain struct {
+	Priority         *Priority        // nil where pods are not served
 	LimitRanger      *LimitRanger     // nil where pods are not served
 	ServiceAccounts  *ServiceAccounts // nil where pods are not served
 	PodSecurity      *PodSecurity     // nil where pods are not served
@@ -35,6 +36,11 @@ type Chain struct {
 // and once more the policies with reinvocationPolicy IfNeeded if the webhooks changed what
 // the policies had made, as kube's second round does.
 func (c *Chain) Admit(ctx context.Context, a admission.Attributes) (runtime.Object, error) {
+	if c.Priority != nil {
+		if err := c.Priority.Admit(ctx, a); err != nil {
+			return nil, err
+		}
+	}
 	if c.LimitRanger != nil {
 		if err := c.LimitRanger.Admit(ctx, a); err != nil {
 			return nil, err
@@ -79,6 +85,11 @@ func setObject(a admission.Attributes, obj runtime.Object) {
 
 // Validate runs validating admission.
 func (c *Chain) Validate(ctx context.Context, a admission.Attributes) error {
+	if c.Priority != nil {
+		if err := c.Priority.Validate(ctx, a); err != nil {
+			return err
+		}
+	}
 	if c.LimitRanger != nil {
 		if err := c.LimitRanger.Validate(ctx, a); err != nil {
 			return err
@@ -145,7 +156,7 @@ func Install(b *backend.Backend, h *registry.Handler, config *registry.Client, p
 	mp := NewMutatingPolicies(p)
 	chain := &Chain{Webhooks: w, Policies: p, MutatingPolicies: mp, ResourceQuota: NewResourceQuota(config, b.Stopping())}
 	if _, ok := registry.NewClient(h).Lookup(corev1.SchemeGroupVersion.WithResource("pods")); ok {
-		chain.LimitRanger, chain.ServiceAccounts = NewLimitRanger(config), NewServiceAccounts(config)
+		chain.Priority, chain.LimitRanger, chain.ServiceAccounts = NewPriority(config), NewLimitRanger(config), NewServiceAccounts(config)
 		if chain.PodSecurity, err = NewPodSecurity(config); err != nil {
 			return err
 		}

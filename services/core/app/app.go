@@ -23,6 +23,7 @@ import (
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/services/core/bootstrap"
 	"github.com/apichain/apichain/services/core/builtin"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 )
 
 // Service is the core backend: what it serves and how it is set up.
@@ -84,6 +85,14 @@ func Setup(b *backend.Backend) error {
 		return bootstrap.Ensure(ctx, client, func(ctx context.Context) error {
 			return h.EnsureNamespaces(ctx, registry.SystemNamespaces)
 		})
+	}); err != nil {
+		return err
+	}
+	if err := b.Server.AddPostStartHook("scheduling/bootstrap-system-priority-classes", func(ctx context.Context) error {
+		if err := storage.WaitReady(ctx, b.Etcd); err != nil {
+			return err
+		}
+		return bootstrap.EnsureObjects(ctx, client, schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"), builtin.SystemPriorityClasses())
 	}); err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -24,7 +25,8 @@ import (
 // NewScheme is core's type registry: the k8s.io/api groups it serves.
 func NewScheme() (*registry.Scheme, error) {
 	return registry.NewScheme(admissionregistrationv1.AddToScheme, corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
-		authenticationv1.AddToScheme, authorizationv1.AddToScheme, autoscalingv1.AddToScheme, rbacv1.AddToScheme, flowcontrolv1.AddToScheme)
+		authenticationv1.AddToScheme, authorizationv1.AddToScheme, autoscalingv1.AddToScheme, rbacv1.AddToScheme, flowcontrolv1.AddToScheme,
+		schedulingv1.AddToScheme)
 }
 
 func obj[T any, PT interface {
@@ -110,6 +112,7 @@ func Resources(esc *Escalation) []*registry.Resource {
 			Columns: leaseColumns, Cells: leaseCells},
 		flowSchemas(),
 		priorityLevelConfigurations(),
+		priorityClasses(),
 	}...)
 }
 
