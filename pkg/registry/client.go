@@ -135,10 +135,17 @@ func (c *Client) Watch(ctx context.Context, r *Resource) <-chan Change {
 		keyPrefix = prefix(r, "")
 	}
 	out := make(chan Change, 100)
+	// Watch from the revision of now, read before returning: a write made after Watch returns
+	// is reported even if etcd sets the watch up later (a controller's first pass runs after
+	// Watch and must not miss the writes that follow it).
+	rev, err := c.h.store.CurrentRevision(ctx)
+	if err != nil {
+		rev = 0
+	}
 	go func() {
 		defer close(out)
 		for {
-			for ev := range c.h.store.Watch(ctx, keyPrefix, 0) {
+			for ev := range c.h.store.Watch(ctx, keyPrefix, rev) {
 				if ev.Type == storage.Progress {
 					continue // no write
 				}
@@ -160,6 +167,7 @@ func (c *Client) Watch(ctx context.Context, r *Resource) <-chan Change {
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
+			rev = 0 // resume from the present (the Change{} sent for the failure says so)
 		}
 	}()
 	return out

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -88,24 +87,17 @@ func TestClientWatch(t *testing.T) {
 			return Change{}
 		}
 	}
-	// The watch starts "from now" once etcd has it: write until it reports.
-	require.Eventually(t, func() bool {
-		create(t, cmResource, ns, configMap(fmt.Sprintf("probe-%d", time.Now().UnixNano()), nil))
-		select {
-		case ch := <-changes:
-			assert.Equal(t, Change{}, ch, "a write")
-			return true
-		case <-time.After(10 * time.Millisecond):
-			return false
-		}
-	}, waitFor, time.Millisecond)
+	// The watch starts at the revision of the moment Watch returned: the first write after
+	// it is reported, however late etcd sets the watch up.
+	create(t, cmResource, ns, configMap("first", nil))
+	assert.Equal(t, Change{}, next(), "the first write")
 
 	held := configMap("held", nil)
 	held.Finalizers = []string{"example.com/hold"}
 	create(t, cmResource, ns, held)
 	_, err := c.Delete(ctx, cmResource, ns, "held", nil)
 	require.NoError(t, err)
-	// Probes still in flight and held's creation come first.
+	// held's creation comes first.
 	for ch := next(); ch != (Change{Deleting: true}); ch = next() {
 		assert.Equal(t, Change{}, ch, "a write")
 	}
