@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"fmt"
+	"k8s.io/klog/v2"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -49,8 +50,8 @@ func (p *Process) Command(use, short string, targets ...string) *cobra.Command {
 	return cmd
 }
 
-// NewLogger is the text logger on stderr every process uses; it is also slog's default, so
-// libraries that log through slog share its format and level.
+// NewLogger is the text logger on stderr every process uses; it is also slog's default, and
+// klog's (kube's libraries log through klog), so every line shares its format and level.
 func NewLogger(level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
@@ -58,5 +59,6 @@ func NewLogger(level string) (*slog.Logger, error) {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
 	slog.SetDefault(log)
+	klog.SetSlogLogger(log)
 	return log, nil
 }
