@@ -17,37 +17,36 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 )
 
-// Chain is a backend's admission in kube's order: the built-in Priority, LimitRanger and
-// ServiceAccount plugins (where pods are served), MutatingAdmissionPolicies, then mutating
-// webhooks; then (after the kind's own validation) Priority's and LimitRanger's checks, PodSecurity,
-// ValidatingAdmissionPolicies, validating webhooks, and ResourceQuota last.
+// Chain is a backend's admission in kube's order: the built-in mutating plugins (Priority,
+// LimitRanger, ServiceAccount, where pods are served), MutatingAdmissionPolicies, then
+// mutating webhooks; then (after the kind's own validation) the built-in validating plugins
+// (Priority, LimitRanger, PodSecurity), ValidatingAdmissionPolicies, validating webhooks, and
+// ResourceQuota last.
 type Chain struct {
-	Priority         *Priority        // nil where pods are not served
-	LimitRanger      *LimitRanger     // nil where pods are not served
-	ServiceAccounts  *ServiceAccounts // nil where pods are not served
-	PodSecurity      *PodSecurity     // nil where pods are not served
-	ResourceQuota    *ResourceQuota
+	Mutating         []Mutator   // built-in plugins, in order
+	Validating       []Validator // built-in plugins, in order
+	MutatingPolicies *MutatingPolicies
 	Webhooks         *Webhooks
 	Policies         *Policies
-	MutatingPolicies *MutatingPolicies
+	ResourceQuota    *ResourceQuota
 }
 
-// Admit runs mutating admission: the policies, the webhooks (with their own reinvocation),
-// and once more the policies with reinvocationPolicy IfNeeded if the webhooks changed what
-// the policies had made, as kube's second round does.
+// Mutator is a built-in plugin that may change the object in place.
+type Mutator interface {
+	Admit(ctx context.Context, a admission.Attributes) error
+}
+
+// Validator is a built-in plugin that may refuse a request.
+type Validator interface {
+	Validate(ctx context.Context, a admission.Attributes) error
+}
+
+// Admit runs mutating admission: the built-in plugins, the policies, the webhooks (with their
+// own reinvocation), and once more the policies with reinvocationPolicy IfNeeded if the
+// webhooks changed what the policies had made, as kube's second round does.
 func (c *Chain) Admit(ctx context.Context, a admission.Attributes) (runtime.Object, error) {
-	if c.Priority != nil {
-		if err := c.Priority.Admit(ctx, a); err != nil {
-			return nil, err
-		}
-	}
-	if c.LimitRanger != nil {
-		if err := c.LimitRanger.Admit(ctx, a); err != nil {
-			return nil, err
-		}
-	}
-	if c.ServiceAccounts != nil {
-		if err := c.ServiceAccounts.Admit(ctx, a); err != nil {
+	for _, m := range c.Mutating {
+		if err := m.Admit(ctx, a); err != nil {
 			return nil, err
 		}
 	}
@@ -85,18 +84,8 @@ func setObject(a admission.Attributes, obj runtime.Object) {
 
 // Validate runs validating admission.
 func (c *Chain) Validate(ctx context.Context, a admission.Attributes) error {
-	if c.Priority != nil {
-		if err := c.Priority.Validate(ctx, a); err != nil {
-			return err
-		}
-	}
-	if c.LimitRanger != nil {
-		if err := c.LimitRanger.Validate(ctx, a); err != nil {
-			return err
-		}
-	}
-	if c.PodSecurity != nil {
-		if err := c.PodSecurity.Validate(ctx, a); err != nil {
+	for _, v := range c.Validating {
+		if err := v.Validate(ctx, a); err != nil {
 			return err
 		}
 	}
@@ -156,10 +145,13 @@ func Install(b *backend.Backend, h *registry.Handler, config *registry.Client, p
 	mp := NewMutatingPolicies(p)
 	chain := &Chain{Webhooks: w, Policies: p, MutatingPolicies: mp, ResourceQuota: NewResourceQuota(config, b.Stopping())}
 	if _, ok := registry.NewClient(h).Lookup(corev1.SchemeGroupVersion.WithResource("pods")); ok {
-		chain.Priority, chain.LimitRanger, chain.ServiceAccounts = NewPriority(config), NewLimitRanger(config), NewServiceAccounts(config)
-		if chain.PodSecurity, err = NewPodSecurity(config); err != nil {
+		priority, limits := NewPriority(config), NewLimitRanger(config)
+		podSecurity, err := NewPodSecurity(config)
+		if err != nil {
 			return err
 		}
+		chain.Mutating = []Mutator{priority, limits, NewServiceAccounts(config)}
+		chain.Validating = []Validator{priority, limits, podSecurity}
 	}
 	h.SetAdmission(chain)
 	w.OnFailingChange(func() { b.SetFailingWebhooks(w.Failing()) })
