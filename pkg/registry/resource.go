@@ -71,6 +71,9 @@ type Resource struct {
 	// FieldLabels returns the kind-specific field selector values (metadata.name and, for
 	// namespaced kinds, metadata.namespace are always there).
 	FieldLabels func(obj runtime.Object) fields.Set
+	// NameCell, when set, is the Name column's text (kube marks the default IngressClass and
+	// StorageClass with " (default)").
+	NameCell func(obj runtime.Object) string
 	// Columns and Cells are the kind's Table columns after Name (Age is added last unless
 	// the kind places it itself with AgeColumn, or shows "Created At" instead).
 	Columns []metav1.TableColumnDefinition

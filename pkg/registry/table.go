@@ -96,6 +96,9 @@ func (h *Handler) row(r *Resource, obj runtime.Object) (metav1.TableRow, error) 
 		return metav1.TableRow{}, err
 	}
 	cells := []any{acc.GetName()}
+	if r.NameCell != nil {
+		cells[0] = r.NameCell(obj)
+	}
 	if r.Cells != nil {
 		cells = append(cells, r.Cells(obj)...)
 	}

@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,7 +28,7 @@ import (
 func NewScheme() (*registry.Scheme, error) {
 	return registry.NewScheme(admissionregistrationv1.AddToScheme, corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
 		authenticationv1.AddToScheme, authorizationv1.AddToScheme, autoscalingv1.AddToScheme, rbacv1.AddToScheme, flowcontrolv1.AddToScheme,
-		schedulingv1.AddToScheme)
+		schedulingv1.AddToScheme, nodev1.AddToScheme, networkingv1.AddToScheme)
 }
 
 func obj[T any, PT interface {
@@ -113,6 +115,8 @@ func Resources(esc *Escalation) []*registry.Resource {
 		flowSchemas(),
 		priorityLevelConfigurations(),
 		priorityClasses(),
+		runtimeClasses(),
+		ingressClasses(),
 	}...)
 }
 

@@ -1,0 +1,192 @@
+package builtin
+
+import (
+	"github.com/apichain/apichain/pkg/registry"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/api/validation/path"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+)
+
+// runtimeClasses are node.k8s.io/v1 RuntimeClasses with kube's validation and columns.
+func runtimeClasses() *registry.Resource {
+	return &registry.Resource{GroupVersion: nodev1.SchemeGroupVersion, Name: "runtimeclasses", SingularName: "runtimeclass", Kind: "RuntimeClass",
+		New: obj[nodev1.RuntimeClass](), NewList: obj[nodev1.RuntimeClassList](),
+		Validate: func(o runtime.Object) field.ErrorList { return validateRuntimeClass(o.(*nodev1.RuntimeClass)) },
+		ValidateUpdate: func(o, old runtime.Object) field.ErrorList {
+			rc, prev := o.(*nodev1.RuntimeClass), old.(*nodev1.RuntimeClass)
+			if rc.Handler != prev.Handler { // kube's declarative validation reports no value
+				return field.ErrorList{field.Invalid(field.NewPath("handler"), nil, fieldImmutableErrorMsg)}
+			}
+			return nil
+		},
+		Columns: []metav1.TableColumnDefinition{col("Handler", "string", "The name of the handler")},
+		Cells:   func(o runtime.Object) []any { return []any{o.(*nodev1.RuntimeClass).Handler} },
+	}
+}
+
+func validateRuntimeClass(rc *nodev1.RuntimeClass) field.ErrorList {
+	var errs field.ErrorList
+	if rc.Handler == "" {
+		errs = append(errs, field.Required(field.NewPath("handler"), ""))
+	} else {
+		for _, msg := range validation.IsDNS1123Label(rc.Handler) {
+			errs = append(errs, field.Invalid(field.NewPath("handler"), rc.Handler, msg))
+		}
+	}
+	if o := rc.Overhead; o != nil {
+		p := field.NewPath("overhead", "podFixed")
+		for _, k := range sortedNames(o.PodFixed) {
+			q := o.PodFixed[corev1.ResourceName(k)]
+			errs = append(errs, validateLimitResourceName(corev1.LimitTypeContainer, corev1.ResourceName(k), p.Key(k))...)
+			if q.Cmp(resource.Quantity{}) < 0 {
+				errs = append(errs, field.Invalid(p.Key(k), q.String(), "must be greater than or equal to 0"))
+			}
+		}
+	}
+	if s := rc.Scheduling; s != nil {
+		p := field.NewPath("scheduling")
+		errs = append(errs, metav1validation.ValidateLabels(s.NodeSelector, p.Child("nodeSelector"))...)
+		errs = append(errs, validateTolerations(s.Tolerations, p.Child("tolerations"))...)
+	}
+	return errs
+}
+
+var tolerationEffects = sets.New(string(corev1.TaintEffectNoSchedule), string(corev1.TaintEffectPreferNoSchedule), string(corev1.TaintEffectNoExecute))
+
+// validateTolerations is kube's ValidateTolerations.
+func validateTolerations(tolerations []corev1.Toleration, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, t := range tolerations {
+		q := p.Index(i)
+		if t.Key != "" {
+			errs = append(errs, metav1validation.ValidateLabelName(t.Key, q.Child("key"))...)
+		}
+		if t.Key == "" && t.Operator != corev1.TolerationOpExists {
+			errs = append(errs, field.Invalid(q.Child("operator"), t.Operator, "operator must be Exists when `key` is empty, which means \"match all values and all keys\""))
+		}
+		if t.TolerationSeconds != nil && t.Effect != corev1.TaintEffectNoExecute {
+			errs = append(errs, field.Invalid(q.Child("effect"), t.Effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+		}
+		switch t.Operator {
+		case corev1.TolerationOpEqual, "":
+			for _, msg := range validation.IsValidLabelValue(t.Value) {
+				errs = append(errs, field.Invalid(q.Child("operator"), t.Value, msg))
+			}
+		case corev1.TolerationOpExists:
+			if t.Value != "" {
+				errs = append(errs, field.Invalid(q.Child("operator"), t, "value must be empty when `operator` is 'Exists'"))
+			}
+		default:
+			errs = append(errs, field.NotSupported(q.Child("operator"), t.Operator, []string{string(corev1.TolerationOpEqual), string(corev1.TolerationOpExists)}))
+		}
+		if t.Effect != "" && !tolerationEffects.Has(string(t.Effect)) {
+			errs = append(errs, field.NotSupported(q.Child("effect"), t.Effect, sets.List(tolerationEffects)))
+		}
+	}
+	return errs
+}
+
+const defaultIngressClassAnnotation = "ingressclass.kubernetes.io/is-default-class"
+
+// ingressClasses are networking.k8s.io/v1 IngressClasses with kube's defaults, validation
+// and columns (the default class marked " (default)").
+func ingressClasses() *registry.Resource {
+	def := func(o runtime.Object) {
+		if p := o.(*networkingv1.IngressClass).Spec.Parameters; p != nil && p.Scope == nil {
+			p.Scope = ptr.To(networkingv1.IngressClassParametersReferenceScopeCluster)
+		}
+	}
+	return &registry.Resource{GroupVersion: networkingv1.SchemeGroupVersion, Name: "ingressclasses", SingularName: "ingressclass", Kind: "IngressClass",
+		HasSpec: true, New: obj[networkingv1.IngressClass](), NewList: obj[networkingv1.IngressClassList](),
+		PrepareForCreate: def, PrepareForUpdate: func(o, _ runtime.Object) { def(o) },
+		Validate: func(o runtime.Object) field.ErrorList { return validateIngressClass(o.(*networkingv1.IngressClass)) },
+		ValidateUpdate: func(o, old runtime.Object) field.ErrorList {
+			ic, prev := o.(*networkingv1.IngressClass), old.(*networkingv1.IngressClass)
+			var errs field.ErrorList
+			if ic.Spec.Controller != prev.Spec.Controller {
+				errs = append(errs, field.Invalid(field.NewPath("spec", "controller"), ic.Spec.Controller, fieldImmutableErrorMsg))
+			}
+			return append(errs, validateIngressClass(ic)...)
+		},
+		NameCell: func(o runtime.Object) string {
+			ic := o.(*networkingv1.IngressClass)
+			if ic.Annotations[defaultIngressClassAnnotation] == "true" {
+				return ic.Name + " (default)"
+			}
+			return ic.Name
+		},
+		Columns: []metav1.TableColumnDefinition{
+			col("Controller", "string", "Controller that is responsible for handling this class"),
+			col("Parameters", "string", "A reference to a resource with additional parameters"),
+		},
+		Cells: func(o runtime.Object) []any {
+			ic := o.(*networkingv1.IngressClass)
+			params := "<none>"
+			if p := ic.Spec.Parameters; p != nil {
+				params = p.Kind
+				if p.APIGroup != nil {
+					params += "." + *p.APIGroup
+				}
+				params += "/" + p.Name
+			}
+			return []any{ic.Spec.Controller, params}
+		},
+	}
+}
+
+func validateIngressClass(ic *networkingv1.IngressClass) field.ErrorList {
+	var errs field.ErrorList
+	p := field.NewPath("spec")
+	if len(ic.Spec.Controller) > 250 {
+		errs = append(errs, field.TooLong(p.Child("controller"), "", 250))
+	}
+	errs = append(errs, validation.IsDomainPrefixedPath(p.Child("controller"), ic.Spec.Controller)...)
+	params := ic.Spec.Parameters
+	if params == nil {
+		return errs
+	}
+	q := p.Child("parameters")
+	if params.APIGroup != nil {
+		for _, msg := range validation.IsDNS1123Subdomain(*params.APIGroup) {
+			errs = append(errs, field.Invalid(q.Child("apiGroup"), *params.APIGroup, msg))
+		}
+	}
+	for _, f := range []struct{ name, value string }{{"kind", params.Kind}, {"name", params.Name}} {
+		if f.value == "" {
+			errs = append(errs, field.Required(q.Child(f.name), ""))
+			continue
+		}
+		for _, msg := range path.IsValidPathSegmentName(f.value) {
+			errs = append(errs, field.Invalid(q.Child(f.name), f.value, msg))
+		}
+	}
+	if params.Scope == nil {
+		return append(errs, field.Required(q.Child("scope"), ""))
+	}
+	switch *params.Scope {
+	case networkingv1.IngressClassParametersReferenceScopeNamespace:
+		if params.Namespace == nil {
+			errs = append(errs, field.Required(q.Child("namespace"), "`parameters.scope` is set to 'Namespace'"))
+		} else {
+			for _, msg := range validation.IsDNS1123Label(*params.Namespace) {
+				errs = append(errs, field.Invalid(q.Child("namespace"), *params.Namespace, msg))
+			}
+		}
+	case networkingv1.IngressClassParametersReferenceScopeCluster:
+		if params.Namespace != nil {
+			errs = append(errs, field.Forbidden(q.Child("namespace"), "`parameters.scope` is set to 'Cluster'"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(q.Child("scope"), *params.Scope, []string{"Cluster", "Namespace"}))
+	}
+	return errs
+}

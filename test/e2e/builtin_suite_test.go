@@ -1,0 +1,84 @@
+package e2e
+
+import "testing"
+
+// The built-in API suite: kubectl cases on the built-in kinds beyond the core ones (defaults
+// read back, columns, validation with kube's field paths and messages, immutable fields), run
+// in order; every expectation was checked against kube-apiserver 1.37.2 (APICHAIN_SUITE_KUBE
+// runs them there too). It grows with the kinds core serves.
+func TestBuiltinSuite(t *testing.T) {
+	runSuiteOnBoth(t, builtinSuiteCases(), 20)
+}
+
+func builtinSuiteCases() []suiteCase {
+	apply := func(name, content, want string) suiteCase {
+		return suiteCase{name: name, who: "admin", kubectl: []string{"apply", "-f", "{file}"}, file: content, want: want}
+	}
+	invalid := func(name, content, want string) suiteCase {
+		return suiteCase{name: name, who: "admin", kubectl: []string{"create", "-f", "{file}"}, file: content, fail: true, want: want}
+	}
+	return []suiteCase{
+		// node.k8s.io RuntimeClass.
+		apply("runtime class", `apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: gvisor}
+handler: runsc
+overhead: {podFixed: {cpu: 100m, memory: 64Mi}}
+scheduling: {nodeSelector: {sandbox: "true"}, tolerations: [{key: sandbox, operator: Exists, effect: NoSchedule}]}
+`, "runtimeclass.node.k8s.io/gvisor created"),
+		{name: "runtime class columns", who: "admin", kubectl: []string{"get", "runtimeclass"}, want: `re:(?m)^NAME\s+HANDLER\s+AGE\ngvisor\s+runsc\s+\S+$`},
+		{name: "runtime class read back", who: "admin", kubectl: []string{"get", "runtimeclass", "gvisor", "-o", "jsonpath={.overhead.podFixed} {.scheduling.tolerations[0].operator} {.metadata.generation}"},
+			want: `{"cpu":"100m","memory":"64Mi"} Exists `},
+		{name: "re-apply changes nothing", who: "admin", kubectl: []string{"apply", "-f", "{file}"}, file: `apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: gvisor}
+handler: runsc
+overhead: {podFixed: {cpu: 100m, memory: 64Mi}}
+scheduling: {nodeSelector: {sandbox: "true"}, tolerations: [{key: sandbox, operator: Exists, effect: NoSchedule}]}
+`, want: "runtimeclass.node.k8s.io/gvisor unchanged"},
+		invalid("handler is a label", "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: bad1}\nhandler: Bad_Handler\n",
+			`The RuntimeClass "bad1" is invalid: handler: Invalid value: "Bad_Handler": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`),
+		invalid("handler is required", "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: bad2}\n", `The RuntimeClass "bad2" is invalid: handler: Required value`),
+		{name: "handler is immutable", who: "admin", kubectl: []string{"patch", "runtimeclass", "gvisor", "--type=merge", "-p", `{"handler":"other"}`}, fail: true,
+			want: `The RuntimeClass "gvisor" is invalid: handler: Invalid value: null: field is immutable`},
+
+		// networking.k8s.io IngressClass.
+		apply("default ingress class", `apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: nginx, annotations: {ingressclass.kubernetes.io/is-default-class: "true"}}
+spec: {controller: k8s.io/ingress-nginx, parameters: {apiGroup: k8s.example.com, kind: IngressParameters, name: external-lb, scope: Namespace, namespace: default}}
+`, "ingressclass.networking.k8s.io/nginx created"),
+		apply("ingress class with cluster parameters", `apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: other}
+spec: {controller: k8s.io/x, parameters: {kind: K, name: "p"}}
+`, "ingressclass.networking.k8s.io/other created"),
+		{name: "ingress class columns", who: "admin", kubectl: []string{"get", "ingressclass"},
+			want: `re:(?m)^NAME\s+CONTROLLER\s+PARAMETERS\s+AGE\nnginx \(default\)\s+k8s.io/ingress-nginx\s+IngressParameters.k8s.example.com/external-lb\s+\S+\nother\s+k8s.io/x\s+K/p\s+\S+$`},
+		{name: "parameters scope defaults to Cluster", who: "admin", kubectl: []string{"get", "ingressclass", "other", "-o", "jsonpath={.spec.parameters} {.metadata.generation}"},
+			want: `{"kind":"K","name":"p","scope":"Cluster"} 1`},
+		invalid("controller is a domain-prefixed path", "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: bad3}\nspec: {controller: nope}\n",
+			`The IngressClass "bad3" is invalid: spec.controller: Invalid value: "nope": must be a domain-prefixed path (such as "acme.io/foo")`),
+		invalid("controller is required", "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: bad6}\nspec: {}\n",
+			`The IngressClass "bad6" is invalid: spec.controller: Required value`),
+		invalid("cluster parameters have no namespace", "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: bad4}\nspec: {controller: k8s.io/x, parameters: {kind: K, name: \"p\", scope: Cluster, namespace: default}}\n",
+			"The IngressClass \"bad4\" is invalid: spec.parameters.namespace: Forbidden: `parameters.scope` is set to 'Cluster'"),
+		invalid("namespace parameters need one", "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: bad5}\nspec: {controller: k8s.io/x, parameters: {kind: K, name: \"p\", scope: Namespace}}\n",
+			"The IngressClass \"bad5\" is invalid: spec.parameters.namespace: Required value: `parameters.scope` is set to 'Namespace'"),
+		invalid("unknown scope", "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: bad7}\nspec: {controller: k8s.io/x, parameters: {kind: K, name: \"p\", scope: Other}}\n",
+			`The IngressClass "bad7" is invalid: spec.parameters.scope: Unsupported value: "Other": supported values: "Cluster", "Namespace"`),
+		{name: "controller is immutable", who: "admin", kubectl: []string{"patch", "ingressclass", "nginx", "--type=merge", "-p", `{"spec":{"controller":"k8s.io/other"}}`}, fail: true,
+			want: `The IngressClass "nginx" is invalid: spec.controller: Invalid value: "k8s.io/other": field is immutable`},
+		{name: "server-side apply", who: "admin", kubectl: []string{"apply", "--server-side", "-f", "{file}"}, file: `apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: ssa}
+spec: {controller: k8s.io/ssa}
+`, want: "ingressclass.networking.k8s.io/ssa serverside-applied"},
+		{name: "server-side apply owner", who: "admin", kubectl: []string{"get", "ingressclass", "ssa", "-o", "jsonpath={.metadata.managedFields[0].manager} {.metadata.managedFields[0].operation}"},
+			want: "kubectl Apply"},
+		{name: "discovery", who: "admin", kubectl: []string{"api-resources", "--api-group=node.k8s.io"},
+			want: `re:(?m)^runtimeclasses\s+node.k8s.io/v1\s+false\s+RuntimeClass$`},
+		{name: "discovery of ingress classes", who: "admin", kubectl: []string{"api-resources", "--api-group=networking.k8s.io", "-o", "name"},
+			want: "ingressclasses.networking.k8s.io"},
+	}
+}
