@@ -76,6 +76,39 @@ spec: {controller: k8s.io/ssa}
 `, want: "ingressclass.networking.k8s.io/ssa serverside-applied"},
 		{name: "server-side apply owner", who: "admin", kubectl: []string{"get", "ingressclass", "ssa", "-o", "jsonpath={.metadata.managedFields[0].manager} {.metadata.managedFields[0].operation}"},
 			want: "kubectl Apply"},
+		// storage.k8s.io StorageClass.
+		apply("storage classes", `apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: standard, annotations: {storageclass.kubernetes.io/is-default-class: "true"}}
+provisioner: kubernetes.io/no-provisioner
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: fast}
+provisioner: ebs.csi.aws.com
+parameters: {type: gp3}
+reclaimPolicy: Retain
+volumeBindingMode: WaitForFirstConsumer
+allowVolumeExpansion: true
+mountOptions: [debug]
+allowedTopologies: [{matchLabelExpressions: [{key: topology.kubernetes.io/zone, values: [a, b]}]}]
+`, "storageclass.storage.k8s.io/fast created"),
+		{name: "storage class columns", who: "admin", kubectl: []string{"get", "storageclass"},
+			want: `re:(?m)^NAME\s+PROVISIONER\s+RECLAIMPOLICY\s+VOLUMEBINDINGMODE\s+ALLOWVOLUMEEXPANSION\s+AGE\nfast\s+ebs.csi.aws.com\s+Retain\s+WaitForFirstConsumer\s+true\s+\S+\nstandard \(default\)\s+kubernetes.io/no-provisioner\s+Delete\s+Immediate\s+false\s+\S+$`},
+		{name: "storage class defaults", who: "admin", kubectl: []string{"get", "sc", "standard", "-o", "jsonpath={.reclaimPolicy} {.volumeBindingMode} {.allowVolumeExpansion} {.metadata.generation}"},
+			want: "Delete Immediate  "},
+		invalid("provisioner is required", "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: bad1}\n", `The StorageClass "bad1" is invalid: provisioner: Required value`),
+		invalid("provisioner is a qualified name", "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: bad2}\nprovisioner: \"not a name\"\n",
+			`The StorageClass "bad2" is invalid: provisioner: Invalid value: "not a name": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character`),
+		invalid("policies are enumerations", "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: bad3}\nprovisioner: x.io/y\nreclaimPolicy: Maybe\nvolumeBindingMode: Later\n",
+			"* reclaimPolicy: Unsupported value: \"Maybe\": supported values: \"Delete\", \"Retain\"\n* volumeBindingMode: Unsupported value: \"Later\": supported values: \"Immediate\", \"WaitForFirstConsumer\""),
+		{name: "parameters are immutable", who: "admin", kubectl: []string{"patch", "sc", "fast", "--type=merge", "-p", `{"parameters":{"type":"io2"}}`}, fail: true,
+			want: `The StorageClass "fast" is invalid: parameters: Invalid value: null: field is immutable`},
+		{name: "reclaim policy is immutable", who: "admin", kubectl: []string{"patch", "sc", "fast", "--type=merge", "-p", `{"reclaimPolicy":"Delete"}`}, fail: true,
+			want: `The StorageClass "fast" is invalid: reclaimPolicy: Invalid value: null: field is immutable`},
+		{name: "expansion may change", who: "admin", kubectl: []string{"patch", "sc", "fast", "--type=merge", "-p", `{"allowVolumeExpansion":false}`},
+			want: "storageclass.storage.k8s.io/fast patched"},
+
 		{name: "discovery", who: "admin", kubectl: []string{"api-resources", "--api-group=node.k8s.io"},
 			want: `re:(?m)^runtimeclasses\s+node.k8s.io/v1\s+false\s+RuntimeClass$`},
 		{name: "discovery of ingress classes", who: "admin", kubectl: []string{"api-resources", "--api-group=networking.k8s.io", "-o", "name"},

@@ -5,6 +5,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+	"strings"
 )
 
 // runtimeClasses are node.k8s.io/v1 RuntimeClasses with kube's validation and columns.
@@ -187,6 +190,131 @@ func validateIngressClass(ic *networkingv1.IngressClass) field.ErrorList {
 		}
 	default:
 		errs = append(errs, field.NotSupported(q.Child("scope"), *params.Scope, []string{"Cluster", "Namespace"}))
+	}
+	return errs
+}
+
+const defaultStorageClassAnnotation = "storageclass.kubernetes.io/is-default-class"
+
+// storageClasses are storage.k8s.io/v1 StorageClasses with kube's defaults (reclaimPolicy
+// Delete, volumeBindingMode Immediate), validation, immutable fields and columns (the default
+// class marked " (default)").
+func storageClasses() *registry.Resource {
+	def := func(o runtime.Object) {
+		sc := o.(*storagev1.StorageClass)
+		if sc.ReclaimPolicy == nil {
+			sc.ReclaimPolicy = ptr.To(corev1.PersistentVolumeReclaimDelete)
+		}
+		if sc.VolumeBindingMode == nil {
+			sc.VolumeBindingMode = ptr.To(storagev1.VolumeBindingImmediate)
+		}
+	}
+	return &registry.Resource{GroupVersion: storagev1.SchemeGroupVersion, Name: "storageclasses", SingularName: "storageclass", Kind: "StorageClass",
+		ShortNames: []string{"sc"}, New: obj[storagev1.StorageClass](), NewList: obj[storagev1.StorageClassList](),
+		PrepareForCreate: def, PrepareForUpdate: func(o, _ runtime.Object) { def(o) },
+		Validate: func(o runtime.Object) field.ErrorList { return validateStorageClass(o.(*storagev1.StorageClass)) },
+		ValidateUpdate: func(o, old runtime.Object) field.ErrorList {
+			sc, prev := o.(*storagev1.StorageClass), old.(*storagev1.StorageClass)
+			var errs field.ErrorList
+			// kube's declarative validation reports these without a value.
+			for _, f := range []struct {
+				name        string
+				now, wanted any
+			}{{"parameters", sc.Parameters, prev.Parameters}, {"provisioner", sc.Provisioner, prev.Provisioner},
+				{"reclaimPolicy", sc.ReclaimPolicy, prev.ReclaimPolicy}, {"volumeBindingMode", sc.VolumeBindingMode, prev.VolumeBindingMode}} {
+				if !apiequality.Semantic.DeepEqual(f.now, f.wanted) {
+					errs = append(errs, field.Invalid(field.NewPath(f.name), nil, fieldImmutableErrorMsg))
+				}
+			}
+			return errs
+		},
+		NameCell: func(o runtime.Object) string {
+			sc := o.(*storagev1.StorageClass)
+			if sc.Annotations[defaultStorageClassAnnotation] == "true" {
+				return sc.Name + " (default)"
+			}
+			return sc.Name
+		},
+		Columns: []metav1.TableColumnDefinition{
+			col("Provisioner", "string", "Indicates the type of the provisioner."),
+			col("ReclaimPolicy", "string", "Indicates the type of the reclaim policy."),
+			col("VolumeBindingMode", "string", "Indicates how PersistentVolumeClaims should be bound."),
+			col("AllowVolumeExpansion", "string", "Indicates whether the storage class allow volume expand."),
+		},
+		Cells: func(o runtime.Object) []any {
+			sc := o.(*storagev1.StorageClass)
+			reclaim, binding := "Delete", "Immediate"
+			if sc.ReclaimPolicy != nil {
+				reclaim = string(*sc.ReclaimPolicy)
+			}
+			if sc.VolumeBindingMode != nil {
+				binding = string(*sc.VolumeBindingMode)
+			}
+			return []any{sc.Provisioner, reclaim, binding, ptr.Deref(sc.AllowVolumeExpansion, false)}
+		},
+	}
+}
+
+func validateStorageClass(sc *storagev1.StorageClass) field.ErrorList {
+	var errs field.ErrorList
+	if sc.Provisioner == "" {
+		errs = append(errs, field.Required(field.NewPath("provisioner"), ""))
+	} else {
+		for _, msg := range validation.IsQualifiedName(strings.ToLower(sc.Provisioner)) {
+			errs = append(errs, field.Invalid(field.NewPath("provisioner"), sc.Provisioner, msg))
+		}
+	}
+	params := field.NewPath("parameters")
+	if len(sc.Parameters) > 512 {
+		errs = append(errs, field.TooLong(params, "", 512))
+	} else {
+		size := 0
+		for k, v := range sc.Parameters {
+			if k == "" {
+				errs = append(errs, field.Invalid(params, k, "field can not be empty."))
+			}
+			size += len(k) + len(v)
+		}
+		if size > 256<<10 {
+			errs = append(errs, field.TooLong(params, "", 256<<10))
+		}
+	}
+	if p := sc.ReclaimPolicy; p != nil && *p != corev1.PersistentVolumeReclaimDelete && *p != corev1.PersistentVolumeReclaimRetain {
+		errs = append(errs, field.NotSupported(field.NewPath("reclaimPolicy"), *p, []string{"Delete", "Retain"}))
+	}
+	if m := sc.VolumeBindingMode; m == nil {
+		errs = append(errs, field.Required(field.NewPath("volumeBindingMode"), ""))
+	} else if *m != storagev1.VolumeBindingImmediate && *m != storagev1.VolumeBindingWaitForFirstConsumer {
+		errs = append(errs, field.NotSupported(field.NewPath("volumeBindingMode"), *m, []string{"Immediate", "WaitForFirstConsumer"}))
+	}
+	var seen []map[string]sets.Set[string]
+	for i, term := range sc.AllowedTopologies {
+		p := field.NewPath("allowedTopologies").Index(i)
+		exprs := map[string]sets.Set[string]{}
+		for j, req := range term.MatchLabelExpressions {
+			q := p.Child("matchLabelExpressions").Index(j)
+			values := sets.New[string]()
+			if len(req.Values) == 0 {
+				errs = append(errs, field.Required(q.Child("values"), ""))
+			}
+			for k, v := range req.Values {
+				if values.Has(v) {
+					errs = append(errs, field.Duplicate(q.Child("values").Index(k), v))
+				}
+				values.Insert(v)
+			}
+			errs = append(errs, metav1validation.ValidateLabelName(req.Key, q.Child("key"))...)
+			if _, dup := exprs[req.Key]; dup {
+				errs = append(errs, field.Duplicate(q.Child("key"), req.Key))
+			}
+			exprs[req.Key] = values
+		}
+		for _, prev := range seen {
+			if apiequality.Semantic.DeepEqual(exprs, prev) {
+				errs = append(errs, field.Duplicate(p.Child("matchLabelExpressions"), ""))
+			}
+		}
+		seen = append(seen, exprs)
 	}
 	return errs
 }

@@ -20,6 +20,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -28,7 +29,7 @@ import (
 func NewScheme() (*registry.Scheme, error) {
 	return registry.NewScheme(admissionregistrationv1.AddToScheme, corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
 		authenticationv1.AddToScheme, authorizationv1.AddToScheme, autoscalingv1.AddToScheme, rbacv1.AddToScheme, flowcontrolv1.AddToScheme,
-		schedulingv1.AddToScheme, nodev1.AddToScheme, networkingv1.AddToScheme)
+		schedulingv1.AddToScheme, nodev1.AddToScheme, networkingv1.AddToScheme, storagev1.AddToScheme)
 }
 
 func obj[T any, PT interface {
@@ -117,6 +118,7 @@ func Resources(esc *Escalation) []*registry.Resource {
 		priorityClasses(),
 		runtimeClasses(),
 		ingressClasses(),
+		storageClasses(),
 	}...)
 }
 
