@@ -109,6 +109,22 @@ allowedTopologies: [{matchLabelExpressions: [{key: topology.kubernetes.io/zone, 
 		{name: "expansion may change", who: "admin", kubectl: []string{"patch", "sc", "fast", "--type=merge", "-p", `{"allowVolumeExpansion":false}`},
 			want: "storageclass.storage.k8s.io/fast patched"},
 
+		// apps ControllerRevision.
+		apply("controller revision", `apiVersion: apps/v1
+kind: ControllerRevision
+metadata: {name: web-1, namespace: default, ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: web, uid: 0b8d6a1c-2d3f-4a5b-9c7d-1e2f3a4b5c6d, controller: true}]}
+revision: 1
+data: {spec: {template: {metadata: {labels: {app: web}}}}}
+`, "controllerrevision.apps/web-1 created"),
+		{name: "controller revision columns", who: "admin", kubectl: []string{"get", "controllerrevisions"},
+			want: `re:(?m)^NAME\s+CONTROLLER\s+REVISION\s+AGE\nweb-1\s+statefulset.apps/web\s+1\s+\S+$`},
+		invalid("revision data is mandatory", "apiVersion: apps/v1\nkind: ControllerRevision\nmetadata: {name: bad, namespace: default}\nrevision: -1\n",
+			"The ControllerRevision \"bad\" is invalid: \n* revision: Invalid value: -1: must be greater than or equal to 0\n* data: Required value: data is mandatory"),
+		{name: "revision data is immutable", who: "admin", kubectl: []string{"patch", "controllerrevision", "web-1", "--type=merge", "-p", `{"data":{"x":1}}`}, fail: true,
+			want: `The ControllerRevision "web-1" is invalid: data: Invalid value: {"spec":{"template":{"metadata":{"labels":{"app":"web"}}}},"x":1}: field is immutable`},
+		{name: "revision number may change", who: "admin", kubectl: []string{"patch", "controllerrevision", "web-1", "--type=merge", "-p", `{"revision":2}`},
+			want: "controllerrevision.apps/web-1 patched"},
+
 		{name: "discovery", who: "admin", kubectl: []string{"api-resources", "--api-group=node.k8s.io"},
 			want: `re:(?m)^runtimeclasses\s+node.k8s.io/v1\s+false\s+RuntimeClass$`},
 		{name: "discovery of ingress classes", who: "admin", kubectl: []string{"api-resources", "--api-group=networking.k8s.io", "-o", "name"},
