@@ -109,6 +109,17 @@ allowedTopologies: [{matchLabelExpressions: [{key: topology.kubernetes.io/zone, 
 		{name: "expansion may change", who: "admin", kubectl: []string{"patch", "sc", "fast", "--type=merge", "-p", `{"allowVolumeExpansion":false}`},
 			want: "storageclass.storage.k8s.io/fast patched"},
 
+		// storage.k8s.io CSIDriver.
+		apply("csi driver", "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: ebs.csi.aws.com}\nspec: {}\n", "csidriver.storage.k8s.io/ebs.csi.aws.com created"),
+		{name: "csi driver defaults", who: "admin", kubectl: []string{"get", "csidriver", "ebs.csi.aws.com", "-o", "jsonpath={.spec}"},
+			want: `{"attachRequired":true,"fsGroupPolicy":"ReadWriteOnceWithFSType","podInfoOnMount":false,"preventPodSchedulingIfMissing":false,"requiresRepublish":false,"seLinuxMount":false,"storageCapacity":false,"volumeLifecycleModes":["Persistent"]}`},
+		{name: "csi driver columns", who: "admin", kubectl: []string{"get", "csidriver"},
+			want: `re:(?m)^NAME\s+ATTACHREQUIRED\s+PODINFOONMOUNT\s+STORAGECAPACITY\s+TOKENREQUESTS\s+REQUIRESREPUBLISH\s+MODES\s+AGE\nebs.csi.aws.com\s+true\s+false\s+false\s+<unset>\s+false\s+Persistent\s+\S+$`},
+		{name: "attach required is immutable", who: "admin", kubectl: []string{"patch", "csidriver", "ebs.csi.aws.com", "--type=merge", "-p", `{"spec":{"attachRequired":false}}`}, fail: true,
+			want: `The CSIDriver "ebs.csi.aws.com" is invalid: spec.attachedRequired: Invalid value: false: field is immutable`},
+		invalid("token requests", "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: bad.csi.example.com}\nspec: {tokenRequests: [{audience: a, expirationSeconds: 60}, {audience: a}], volumeLifecycleModes: [Sometimes]}\n",
+			"* spec.tokenRequests[0].expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes\n* spec.tokenRequests[1].audience: Duplicate value: \"a\"\n* spec.volumeLifecycleModes: Unsupported value: \"Sometimes\": supported values: \"Persistent\", \"Ephemeral\""),
+
 		// apps ControllerRevision.
 		apply("controller revision", `apiVersion: apps/v1
 kind: ControllerRevision

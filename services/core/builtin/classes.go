@@ -318,3 +318,121 @@ func validateStorageClass(sc *storagev1.StorageClass) field.ErrorList {
 	}
 	return errs
 }
+
+var fsGroupPolicies = sets.New(string(storagev1.NoneFSGroupPolicy), string(storagev1.FileFSGroupPolicy), string(storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy))
+
+// csiDrivers are storage.k8s.io/v1 CSIDrivers with kube's defaults, validation, immutable
+// fields and columns.
+func csiDrivers() *registry.Resource {
+	def := func(o runtime.Object) {
+		s := &o.(*storagev1.CSIDriver).Spec
+		for _, b := range []**bool{&s.AttachRequired, &s.PodInfoOnMount, &s.StorageCapacity, &s.RequiresRepublish, &s.SELinuxMount, &s.PreventPodSchedulingIfMissing} {
+			if *b == nil {
+				*b = ptr.To(b == &s.AttachRequired)
+			}
+		}
+		if s.FSGroupPolicy == nil {
+			s.FSGroupPolicy = ptr.To(storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy)
+		}
+		if len(s.VolumeLifecycleModes) == 0 {
+			s.VolumeLifecycleModes = []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}
+		}
+	}
+	return &registry.Resource{GroupVersion: storagev1.SchemeGroupVersion, Name: "csidrivers", SingularName: "csidriver", Kind: "CSIDriver",
+		HasSpec: true, New: obj[storagev1.CSIDriver](), NewList: obj[storagev1.CSIDriverList](),
+		PrepareForCreate: def, PrepareForUpdate: func(o, _ runtime.Object) { def(o) },
+		Validate: func(o runtime.Object) field.ErrorList { return validateCSIDriverSpec(&o.(*storagev1.CSIDriver).Spec) },
+		ValidateUpdate: func(o, old runtime.Object) field.ErrorList {
+			s, prev := &o.(*storagev1.CSIDriver).Spec, &old.(*storagev1.CSIDriver).Spec
+			errs := validateCSIDriverSpec(s)
+			if !apiequality.Semantic.DeepEqual(s.AttachRequired, prev.AttachRequired) { // kube's path has the typo
+				errs = append(errs, field.Invalid(field.NewPath("spec", "attachedRequired"), ptr.Deref(s.AttachRequired, false), fieldImmutableErrorMsg))
+			}
+			if !apiequality.Semantic.DeepEqual(s.VolumeLifecycleModes, prev.VolumeLifecycleModes) {
+				errs = append(errs, field.Invalid(field.NewPath("spec", "volumeLifecycleModes"), s.VolumeLifecycleModes, fieldImmutableErrorMsg))
+			}
+			return errs
+		},
+		Columns: []metav1.TableColumnDefinition{
+			col("AttachRequired", "boolean", "Indicates this CSI volume driver requires an attach operation, and that Kubernetes should call attach and wait for any attach operation to complete before proceeding to mounting."),
+			col("PodInfoOnMount", "boolean", "Indicates this CSI volume driver requires additional pod information (like podName, podUID, etc.) during mount operations."),
+			col("StorageCapacity", "boolean", "Indicates that the CSI volume driver wants pod scheduling to consider the storage capacity that the driver deployment will report by creating CSIStorageCapacity objects with capacity information."),
+			col("TokenRequests", "string", "Indicates the CSI driver needs pods' service account tokens it is mounting volume for to do necessary authentication."),
+			col("RequiresRepublish", "boolean", "Indicates the CSI driver wants `NodePublishVolume` being periodically called to reflect any possible change in the mounted volume."),
+			col("Modes", "string", "Defines what kind of volumes this CSI volume driver supports."),
+		},
+		Cells: func(o runtime.Object) []any {
+			s := o.(*storagev1.CSIDriver).Spec
+			var modes []string
+			for _, m := range s.VolumeLifecycleModes {
+				modes = append(modes, string(m))
+			}
+			mode := strings.Join(modes, ",")
+			if mode == "" {
+				mode = "<none>"
+			}
+			tokens := "<unset>"
+			if s.TokenRequests != nil {
+				var auds []string
+				for _, t := range s.TokenRequests {
+					auds = append(auds, t.Audience)
+				}
+				tokens = strings.Join(auds, ",")
+			}
+			return []any{ptr.Deref(s.AttachRequired, true), ptr.Deref(s.PodInfoOnMount, false), ptr.Deref(s.StorageCapacity, false),
+				tokens, ptr.Deref(s.RequiresRepublish, false), mode}
+		},
+	}
+}
+
+// validateCSIDriverSpec is kube's validateCSIDriverSpec.
+func validateCSIDriverSpec(s *storagev1.CSIDriverSpec) field.ErrorList {
+	var errs field.ErrorList
+	p := field.NewPath("spec")
+	for _, f := range []struct {
+		name string
+		v    *bool
+	}{{"attachedRequired", s.AttachRequired}, {"podInfoOnMount", s.PodInfoOnMount}, {"storageCapacity", s.StorageCapacity}} {
+		if f.v == nil {
+			errs = append(errs, field.Required(p.Child(f.name), ""))
+		}
+	}
+	if g := s.FSGroupPolicy; g != nil && !fsGroupPolicies.Has(string(*g)) {
+		errs = append(errs, field.NotSupported(p.Child("fsGroupPolicy"), g, sets.List(fsGroupPolicies)))
+	}
+	audiences := sets.New[string]()
+	for i, t := range s.TokenRequests {
+		q := p.Child("tokenRequests").Index(i)
+		if audiences.Has(t.Audience) {
+			errs = append(errs, field.Duplicate(q.Child("audience"), t.Audience))
+			continue
+		}
+		audiences.Insert(t.Audience)
+		if e := t.ExpirationSeconds; e != nil {
+			if *e < 600 {
+				errs = append(errs, field.Invalid(q.Child("expirationSeconds"), *e, "may not specify a duration less than 10 minutes"))
+			}
+			if *e > 1<<32 {
+				errs = append(errs, field.Invalid(q.Child("expirationSeconds"), *e, "may not specify a duration larger than 2^32 seconds"))
+			}
+		}
+	}
+	for _, m := range s.VolumeLifecycleModes {
+		if m != storagev1.VolumeLifecyclePersistent && m != storagev1.VolumeLifecycleEphemeral {
+			errs = append(errs, field.NotSupported(p.Child("volumeLifecycleModes"), m, []string{"Persistent", "Ephemeral"}))
+		}
+	}
+	if s.SELinuxMount == nil {
+		errs = append(errs, field.Required(p.Child("seLinuxMount"), ""))
+	}
+	if n := s.NodeAllocatableUpdatePeriodSeconds; n != nil && *n < 10 {
+		errs = append(errs, field.Invalid(p.Child("nodeAllocatableUpdatePeriodSeconds"), *n, "must be greater than or equal to 10 seconds"))
+	}
+	if s.ServiceAccountTokenInSecrets != nil && len(s.TokenRequests) == 0 {
+		errs = append(errs, field.Invalid(p.Child("serviceAccountTokenInSecrets"), s.ServiceAccountTokenInSecrets, "serviceAccountTokenInSecrets is set but no tokenRequests are specified"))
+	}
+	if s.PreventPodSchedulingIfMissing == nil {
+		errs = append(errs, field.Required(p.Child("preventPodSchedulingIfMissing"), ""))
+	}
+	return errs
+}

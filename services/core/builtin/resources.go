@@ -119,6 +119,7 @@ func Resources(esc *Escalation) []*registry.Resource {
 		runtimeClasses(),
 		ingressClasses(),
 		storageClasses(),
+		csiDrivers(),
 		controllerRevisions(),
 	}...)
 }
