@@ -120,6 +120,26 @@ allowedTopologies: [{matchLabelExpressions: [{key: topology.kubernetes.io/zone, 
 		invalid("token requests", "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: bad.csi.example.com}\nspec: {tokenRequests: [{audience: a, expirationSeconds: 60}, {audience: a}], volumeLifecycleModes: [Sometimes]}\n",
 			"* spec.tokenRequests[0].expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes\n* spec.tokenRequests[1].audience: Duplicate value: \"a\"\n* spec.volumeLifecycleModes: Unsupported value: \"Sometimes\": supported values: \"Persistent\", \"Ephemeral\""),
 
+		// storage.k8s.io VolumeAttributesClass and CSIStorageCapacity.
+		apply("volume attributes class", "apiVersion: storage.k8s.io/v1\nkind: VolumeAttributesClass\nmetadata: {name: gold}\ndriverName: ebs.csi.aws.com\nparameters: {iops: \"3000\"}\n",
+			"volumeattributesclass.storage.k8s.io/gold created"),
+		{name: "volume attributes class columns", who: "admin", kubectl: []string{"get", "volumeattributesclass"}, want: `re:(?m)^NAME\s+DRIVERNAME\s+AGE\ngold\s+ebs.csi.aws.com\s+\S+$`},
+		{name: "parameters are forbidden to change", who: "admin", kubectl: []string{"patch", "volumeattributesclass", "gold", "--type=merge", "-p", `{"parameters":{"iops":"1"}}`}, fail: true,
+			want: `The VolumeAttributesClass "gold" is invalid: parameters: Forbidden: updates to parameters are forbidden.`},
+		invalid("driver and parameters are required", "apiVersion: storage.k8s.io/v1\nkind: VolumeAttributesClass\nmetadata: {name: bad}\n",
+			"* driverName: Required value\n* parameters: Required value: must contain at least one key/value pair"),
+		invalid("driver name is checked lower-cased", "apiVersion: storage.k8s.io/v1\nkind: VolumeAttributesClass\nmetadata: {name: bad2}\ndriverName: \"Not Valid\"\nparameters: {\"\": x}\n",
+			"* driverName: Invalid value: \"not valid\": name part must consist of alphanumeric characters"),
+		invalid("storage class name is checked lower-cased", "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: bad4}\nprovisioner: \"Not Valid\"\n",
+			`provisioner: Invalid value: "not valid": name part must consist of alphanumeric characters`),
+		apply("storage capacity", "apiVersion: storage.k8s.io/v1\nkind: CSIStorageCapacity\nmetadata: {name: cap1, namespace: default}\nstorageClassName: fast\ncapacity: 10Gi\nmaximumVolumeSize: 5Gi\nnodeTopology: {matchLabels: {zone: a}}\n",
+			"csistoragecapacity.storage.k8s.io/cap1 created"),
+		{name: "storage capacity columns", who: "admin", kubectl: []string{"get", "csistoragecapacities", "-n", "default"}, want: `re:(?m)^NAME\s+CREATED AT\ncap1\s+\d{4}-`},
+		invalid("storage capacity validation", "apiVersion: storage.k8s.io/v1\nkind: CSIStorageCapacity\nmetadata: {name: bad3, namespace: default}\ncapacity: -1Gi\n",
+			"* storageClassName: Invalid value: \"\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters"),
+		{name: "storage class name is immutable", who: "admin", kubectl: []string{"patch", "csistoragecapacity", "cap1", "-n", "default", "--type=merge", "-p", `{"storageClassName":"other"}`}, fail: true,
+			want: `The CSIStorageCapacity "cap1" is invalid: storageClassName: Invalid value: "other": field is immutable`},
+
 		// apps ControllerRevision.
 		apply("controller revision", `apiVersion: apps/v1
 kind: ControllerRevision

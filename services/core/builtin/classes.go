@@ -257,28 +257,8 @@ func storageClasses() *registry.Resource {
 
 func validateStorageClass(sc *storagev1.StorageClass) field.ErrorList {
 	var errs field.ErrorList
-	if sc.Provisioner == "" {
-		errs = append(errs, field.Required(field.NewPath("provisioner"), ""))
-	} else {
-		for _, msg := range validation.IsQualifiedName(strings.ToLower(sc.Provisioner)) {
-			errs = append(errs, field.Invalid(field.NewPath("provisioner"), sc.Provisioner, msg))
-		}
-	}
-	params := field.NewPath("parameters")
-	if len(sc.Parameters) > 512 {
-		errs = append(errs, field.TooLong(params, "", 512))
-	} else {
-		size := 0
-		for k, v := range sc.Parameters {
-			if k == "" {
-				errs = append(errs, field.Invalid(params, k, "field can not be empty."))
-			}
-			size += len(k) + len(v)
-		}
-		if size > 256<<10 {
-			errs = append(errs, field.TooLong(params, "", 256<<10))
-		}
-	}
+	errs = append(errs, validateProvisioner(sc.Provisioner, field.NewPath("provisioner"))...)
+	errs = append(errs, validateClassParameters(sc.Parameters, true, field.NewPath("parameters"))...)
 	if p := sc.ReclaimPolicy; p != nil && *p != corev1.PersistentVolumeReclaimDelete && *p != corev1.PersistentVolumeReclaimRetain {
 		errs = append(errs, field.NotSupported(field.NewPath("reclaimPolicy"), *p, []string{"Delete", "Retain"}))
 	}
@@ -435,4 +415,99 @@ func validateCSIDriverSpec(s *storagev1.CSIDriverSpec) field.ErrorList {
 		errs = append(errs, field.Required(p.Child("preventPodSchedulingIfMissing"), ""))
 	}
 	return errs
+}
+
+// validateProvisioner is kube's: required, and a qualified name once lower-cased.
+func validateProvisioner(name string, p *field.Path) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(p, "")}
+	}
+	var errs field.ErrorList
+	lower := strings.ToLower(name)
+	for _, msg := range validation.IsQualifiedName(lower) {
+		errs = append(errs, field.Invalid(p, lower, msg))
+	}
+	return errs
+}
+
+// validateClassParameters is kube's validation of a class's parameters: at most 512, keys not
+// empty, 256 KiB in all, and (unless allowEmpty) at least one.
+func validateClassParameters(params map[string]string, allowEmpty bool, p *field.Path) field.ErrorList {
+	if len(params) > 512 {
+		return field.ErrorList{field.TooLong(p, "", 512)}
+	}
+	var errs field.ErrorList
+	size := 0
+	for k, v := range params {
+		if k == "" {
+			errs = append(errs, field.Invalid(p, k, "field can not be empty."))
+		}
+		size += len(k) + len(v)
+	}
+	if size > 256<<10 {
+		errs = append(errs, field.TooLong(p, "", 256<<10))
+	}
+	if !allowEmpty && len(params) == 0 {
+		errs = append(errs, field.Required(p, "must contain at least one key/value pair"))
+	}
+	return errs
+}
+
+// volumeAttributesClasses are storage.k8s.io/v1 VolumeAttributesClasses with kube's
+// validation (driverName and parameters may not change) and columns.
+func volumeAttributesClasses() *registry.Resource {
+	validate := func(c *storagev1.VolumeAttributesClass) field.ErrorList {
+		return append(validateProvisioner(c.DriverName, field.NewPath("driverName")),
+			validateClassParameters(c.Parameters, false, field.NewPath("parameters"))...)
+	}
+	return &registry.Resource{GroupVersion: storagev1.SchemeGroupVersion, Name: "volumeattributesclasses", SingularName: "volumeattributesclass",
+		Kind: "VolumeAttributesClass", ShortNames: []string{"vac"},
+		New: obj[storagev1.VolumeAttributesClass](), NewList: obj[storagev1.VolumeAttributesClassList](),
+		Validate: func(o runtime.Object) field.ErrorList { return validate(o.(*storagev1.VolumeAttributesClass)) },
+		ValidateUpdate: func(o, old runtime.Object) field.ErrorList {
+			c, prev := o.(*storagev1.VolumeAttributesClass), old.(*storagev1.VolumeAttributesClass)
+			var errs field.ErrorList
+			if c.DriverName != prev.DriverName {
+				errs = append(errs, field.Forbidden(field.NewPath("driverName"), "updates to driverName are forbidden."))
+			}
+			if !apiequality.Semantic.DeepEqual(c.Parameters, prev.Parameters) {
+				errs = append(errs, field.Forbidden(field.NewPath("parameters"), "updates to parameters are forbidden."))
+			}
+			return append(errs, validate(c)...)
+		},
+		Columns: []metav1.TableColumnDefinition{col("DriverName", "string", "Name of the CSI driver that handles this VolumeAttributesClass")},
+		Cells:   func(o runtime.Object) []any { return []any{o.(*storagev1.VolumeAttributesClass).DriverName} },
+	}
+}
+
+// csiStorageCapacities are storage.k8s.io/v1 CSIStorageCapacities with kube's validation
+// (storageClassName and nodeTopology may not change) and columns.
+func csiStorageCapacities() *registry.Resource {
+	return &registry.Resource{GroupVersion: storagev1.SchemeGroupVersion, Name: "csistoragecapacities", SingularName: "csistoragecapacity",
+		Kind: "CSIStorageCapacity", Namespaced: true,
+		New: obj[storagev1.CSIStorageCapacity](), NewList: obj[storagev1.CSIStorageCapacityList](),
+		Validate: func(o runtime.Object) field.ErrorList {
+			c := o.(*storagev1.CSIStorageCapacity)
+			errs := metav1validation.ValidateLabelSelector(c.NodeTopology, metav1validation.LabelSelectorValidationOptions{}, field.NewPath("nodeTopology"))
+			for _, msg := range validation.IsDNS1123Subdomain(c.StorageClassName) {
+				errs = append(errs, field.Invalid(field.NewPath("storageClassName"), c.StorageClassName, msg))
+			}
+			if q := c.Capacity; q != nil && q.Cmp(resource.Quantity{}) < 0 {
+				errs = append(errs, field.Invalid(field.NewPath("capacity"), q.String(), "must be greater than or equal to 0"))
+			}
+			return errs
+		},
+		ValidateUpdate: func(o, old runtime.Object) field.ErrorList {
+			c, prev := o.(*storagev1.CSIStorageCapacity), old.(*storagev1.CSIStorageCapacity)
+			var errs field.ErrorList
+			if !apiequality.Semantic.DeepEqual(c.NodeTopology, prev.NodeTopology) {
+				errs = append(errs, field.Invalid(field.NewPath("nodeTopology"), c.NodeTopology, fieldImmutableErrorMsg))
+			}
+			if c.StorageClassName != prev.StorageClassName {
+				errs = append(errs, field.Invalid(field.NewPath("storageClassName"), c.StorageClassName, fieldImmutableErrorMsg))
+			}
+			return errs
+		},
+		Columns: roleColumns, Cells: roleCells,
+	}
 }

@@ -120,6 +120,8 @@ func Resources(esc *Escalation) []*registry.Resource {
 		ingressClasses(),
 		storageClasses(),
 		csiDrivers(),
+		volumeAttributesClasses(),
+		csiStorageCapacities(),
 		controllerRevisions(),
 	}...)
 }
