@@ -140,6 +140,34 @@ allowedTopologies: [{matchLabelExpressions: [{key: topology.kubernetes.io/zone, 
 		{name: "storage class name is immutable", who: "admin", kubectl: []string{"patch", "csistoragecapacity", "cap1", "-n", "default", "--type=merge", "-p", `{"storageClassName":"other"}`}, fail: true,
 			want: `The CSIStorageCapacity "cap1" is invalid: storageClassName: Invalid value: "other": field is immutable`},
 
+		// discovery.k8s.io EndpointSlice.
+		apply("endpoint slice", `apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-abc, namespace: default, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+ports: [{port: 80}, {name: https, port: 443, protocol: TCP, appProtocol: https}]
+endpoints:
+- {addresses: [10.1.0.1], conditions: {ready: true}, nodeName: node-1, zone: a}
+- {addresses: [10.1.0.2], conditions: {ready: false}}
+- {addresses: [10.1.0.3]}
+- {addresses: [10.1.0.4]}
+`, "endpointslice.discovery.k8s.io/web-abc created"),
+		{name: "endpoint slice columns", who: "admin", kubectl: []string{"get", "endpointslices", "-n", "default"},
+			want: `re:(?m)^NAME\s+ADDRESSTYPE\s+PORTS\s+ENDPOINTS\s+AGE\nweb-abc\s+IPv4\s+80,443\s+10.1.0.1,10.1.0.2,10.1.0.3 \+ 1 more...\s+\S+$`},
+		{name: "endpoint port defaults", who: "admin", kubectl: []string{"get", "endpointslice", "web-abc", "-n", "default", "-o", "jsonpath={.ports[0]}"},
+			want: `{"name":"","port":80,"protocol":"TCP"}`},
+		invalid("endpoint addresses", `apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: bad, namespace: default}
+addressType: IPv4
+ports: [{name: a, port: 1}, {name: a, port: 2, protocol: HTTP}]
+endpoints: [{addresses: [127.0.0.1, "::1", nope]}, {addresses: []}]
+`, "* ports[1].name: Duplicate value: \"a\"\n* ports[1].protocol: Unsupported value: \"HTTP\": supported values: \"SCTP\", \"TCP\", \"UDP\"\n* endpoints[0].addresses[0]: Invalid value: \"127.0.0.1\": may not be in the loopback range (127.0.0.0/8, ::1/128)\n* endpoints[0].addresses: Invalid value: \"::1\": must be an IPv4 address"),
+		invalid("address type", "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: bad2, namespace: default}\naddressType: IPv5\n",
+			`The EndpointSlice "bad2" is invalid: addressType: Unsupported value: "IPv5": supported values: "FQDN", "IPv4", "IPv6"`),
+		{name: "address type is immutable", who: "admin", kubectl: []string{"patch", "endpointslice", "web-abc", "-n", "default", "--type=merge", "-p", `{"addressType":"IPv6","endpoints":[]}`}, fail: true,
+			want: `The EndpointSlice "web-abc" is invalid: addressType: Invalid value: null: field is immutable`},
+
 		// apps ControllerRevision.
 		apply("controller revision", `apiVersion: apps/v1
 kind: ControllerRevision

@@ -14,6 +14,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -29,7 +30,7 @@ import (
 func NewScheme() (*registry.Scheme, error) {
 	return registry.NewScheme(admissionregistrationv1.AddToScheme, corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
 		authenticationv1.AddToScheme, authorizationv1.AddToScheme, autoscalingv1.AddToScheme, rbacv1.AddToScheme, flowcontrolv1.AddToScheme,
-		schedulingv1.AddToScheme, nodev1.AddToScheme, networkingv1.AddToScheme, storagev1.AddToScheme)
+		schedulingv1.AddToScheme, nodev1.AddToScheme, networkingv1.AddToScheme, storagev1.AddToScheme, discoveryv1.AddToScheme)
 }
 
 func obj[T any, PT interface {
@@ -122,6 +123,7 @@ func Resources(esc *Escalation) []*registry.Resource {
 		csiDrivers(),
 		volumeAttributesClasses(),
 		csiStorageCapacities(),
+		endpointSlices(),
 		controllerRevisions(),
 	}...)
 }
