@@ -182,11 +182,19 @@ const blockTimeout = 3 * time.Second
 // consistentReadTimeout is how long a most-recent read waits for the cache to reach etcd's
 // current revision before etcd serves it instead. etcd ignores a progress request while the
 // watch stream catches up with a burst of writes, so waiting longer would only delay it.
-const consistentReadTimeout = 250 * time.Millisecond
+const consistentReadTimeout = 100 * time.Millisecond
+
+// progressRetry is how often a waiting read asks etcd again for a progress notification.
+const progressRetry = 20 * time.Millisecond
 
 func (c *watchCache) waitFresh(ctx context.Context, rev uint64, timeout time.Duration) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
+	// etcd ignores a progress request while the watch stream is busy with a burst of writes
+	// (to any key: other kinds' writes move the revision too), so ask again every
+	// progressRetry until the cache has caught up.
+	retry := time.NewTicker(progressRetry)
+	defer retry.Stop()
 	asked, expired := false, false
 	for {
 		c.mu.Lock()
@@ -206,6 +214,8 @@ func (c *watchCache) waitFresh(ctx context.Context, rev uint64, timeout time.Dur
 		}
 		select {
 		case <-changed:
+		case <-retry.C:
+			asked = false
 		case <-deadline.C:
 			expired = true // one more look: the cache may have caught up meanwhile
 		case <-ctx.Done():
