@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/apichain/apichain/pkg/registry"
@@ -26,7 +27,13 @@ func watchConfiguration(ctx context.Context, client *registry.Client, log *slog.
 		}
 		rs = append(rs, r)
 	}
+	// The loops below share one pass: one at a time, so a pass that read older lists cannot
+	// apply them after a newer one, and synced is called once.
+	var mu sync.Mutex
+	var once sync.Once
 	pass := func(ctx context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
 		lists := make([][]runtime.Object, len(rs))
 		for i, r := range rs {
 			objs, err := client.List(ctx, r, "", "")
@@ -40,8 +47,7 @@ func watchConfiguration(ctx context.Context, client *registry.Client, log *slog.
 		}
 		apply(lists)
 		if synced != nil {
-			synced()
-			synced = nil
+			once.Do(synced)
 		}
 		return nil
 	}
