@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
-	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 	"k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/apiserver/pkg/util/webhook"
@@ -297,7 +296,7 @@ func validateHook(h hookCommon, r ratchet, p *field.Path) field.ErrorList {
 		errs = append(errs, webhook.ValidateWebhookService(p.Child("clientConfig").Child("service"), cc.Service.Name, cc.Service.Namespace, cc.Service.Path, port)...)
 	}
 	if !r.sameMatchConditions {
-		errs = append(errs, validateMatchConditions(h.matchConditions, r.storedExpressions, p.Child("matchConditions"))...)
+		errs = append(errs, validateMatchConditions(h.matchConditions, false, r.storedExpressions, p.Child("matchConditions"))...)
 	}
 	return errs
 }
@@ -417,41 +416,6 @@ func validateReviewVersions(versions []string, requireKnown bool, p *field.Path)
 	return errs
 }
 
-func validateMatchConditions(mcs []admissionregistrationv1.MatchCondition, stored sets.Set[string], p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if len(mcs) > maxMatchConditions {
-		errs = append(errs, field.TooMany(p, len(mcs), maxMatchConditions))
-	}
-	names := sets.New[string]()
-	for i, mc := range mcs {
-		q := p.Index(i)
-		if expr := strings.TrimSpace(mc.Expression); expr == "" {
-			errs = append(errs, field.Required(q.Child("expression"), ""))
-		} else {
-			env := environment.NewExpressions
-			if stored.Has(expr) {
-				env = environment.StoredExpressions
-			}
-			res := statelessCompiler().CompileCELExpression(&matchconditions.MatchCondition{Expression: expr},
-				plugincel.OptionalVariableDeclarations{HasAuthorizer: true}, env)
-			if res.Error != nil {
-				errs = append(errs, celError(q.Child("expression"), expr, res.Error))
-			}
-		}
-		if mc.Name == "" {
-			errs = append(errs, field.Required(q.Child("name"), ""))
-		} else {
-			for _, msg := range validation.IsQualifiedName(mc.Name) {
-				errs = append(errs, field.Invalid(q.Child("name"), mc.Name, msg))
-			}
-			if names.Has(mc.Name) {
-				errs = append(errs, field.Duplicate(q.Child("name"), mc.Name))
-			}
-			names.Insert(mc.Name)
-		}
-	}
-	return errs
-}
 
 // celError is a CEL compilation error as kube reports it in a field error.
 func celError(p *field.Path, expr string, err *cel.Error) *field.Error {

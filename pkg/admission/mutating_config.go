@@ -151,7 +151,7 @@ func validateMutatingPolicy(p, old *admissionregistrationv1.MutatingAdmissionPol
 	}
 	sameConditions := old != nil && fmt.Sprint(old.Spec.ParamKind) == fmt.Sprint(spec.ParamKind) && fmt.Sprint(old.Spec.MatchConditions) == fmt.Sprint(spec.MatchConditions)
 	if !sameConditions {
-		errs = append(errs, validatePolicyMatchConditions(spec.MatchConditions, hasParams, storedMatch, fp.Child("matchConditions"))...)
+		errs = append(errs, validateMatchConditions(spec.MatchConditions, hasParams, storedMatch, fp.Child("matchConditions"))...)
 	}
 	compiler := policyCompiler()
 	vars := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true}

@@ -182,7 +182,7 @@ func validatePolicy(p, old *admissionregistrationv1.ValidatingAdmissionPolicy) f
 	}
 	sameConditions := old != nil && fmt.Sprint(old.Spec.ParamKind) == fmt.Sprint(spec.ParamKind) && fmt.Sprint(old.Spec.MatchConditions) == fmt.Sprint(spec.MatchConditions)
 	if !sameConditions {
-		errs = append(errs, validatePolicyMatchConditions(spec.MatchConditions, hasParams, stored.match, fp.Child("matchConditions"))...)
+		errs = append(errs, validateMatchConditions(spec.MatchConditions, hasParams, stored.match, fp.Child("matchConditions"))...)
 	}
 	compiler := policyCompiler()
 	vars := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true}
@@ -272,7 +272,8 @@ func validateVariables(compiler plugincel.Compiler, variables []admissionregistr
 	return errs
 }
 
-func validatePolicyMatchConditions(mcs []admissionregistrationv1.MatchCondition, hasParams bool, stored sets.Set[string], p *field.Path) field.ErrorList {
+// validateMatchConditions is kube's validation of a webhook's or policy's matchConditions.
+func validateMatchConditions(mcs []admissionregistrationv1.MatchCondition, hasParams bool, stored sets.Set[string], p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if len(mcs) > maxMatchConditions {
 		errs = append(errs, field.TooMany(p, len(mcs), maxMatchConditions))
