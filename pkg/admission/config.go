@@ -416,7 +416,6 @@ func validateReviewVersions(versions []string, requireKnown bool, p *field.Path)
 	return errs
 }
 
-
 // celError is a CEL compilation error as kube reports it in a field error.
 func celError(p *field.Path, expr string, err *cel.Error) *field.Error {
 	switch err.Type {
