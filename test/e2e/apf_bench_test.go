@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -76,20 +77,14 @@ func BenchmarkOverload(b *testing.B) {
 		resp.Body.Close()
 		return resp.StatusCode, nil
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	require.Eventually(b, func() bool {
 		resp, err := flooder.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID") == string(fs.UID) {
-				break
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			b.Fatal("the flooder's requests never reached its FlowSchema")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID") == string(fs.UID)
+	}, 10*time.Second, 20*time.Millisecond, "the flooder's requests never reached its FlowSchema")
 
 	get := func(cs *kubernetes.Clientset) func() error {
 		return func() error {

@@ -120,13 +120,7 @@ func ingressClasses() *registry.Resource {
 			}
 			return append(errs, validateIngressClass(ic)...)
 		},
-		NameCell: func(o runtime.Object) string {
-			ic := o.(*networkingv1.IngressClass)
-			if ic.Annotations[defaultIngressClassAnnotation] == "true" {
-				return ic.Name + " (default)"
-			}
-			return ic.Name
-		},
+		NameCell: markedDefault(defaultIngressClassAnnotation),
 		Columns: []metav1.TableColumnDefinition{
 			col("Controller", "string", "Controller that is responsible for handling this class"),
 			col("Parameters", "string", "A reference to a resource with additional parameters"),
@@ -228,13 +222,7 @@ func storageClasses() *registry.Resource {
 			}
 			return errs
 		},
-		NameCell: func(o runtime.Object) string {
-			sc := o.(*storagev1.StorageClass)
-			if sc.Annotations[defaultStorageClassAnnotation] == "true" {
-				return sc.Name + " (default)"
-			}
-			return sc.Name
-		},
+		NameCell: markedDefault(defaultStorageClassAnnotation),
 		Columns: []metav1.TableColumnDefinition{
 			col("Provisioner", "string", "Indicates the type of the provisioner."),
 			col("ReclaimPolicy", "string", "Indicates the type of the reclaim policy."),
@@ -509,5 +497,17 @@ func csiStorageCapacities() *registry.Resource {
 			return errs
 		},
 		Columns: roleColumns, Cells: roleCells,
+	}
+}
+
+// markedDefault is the Name cell of a class kind: " (default)" after the name of the class
+// whose annotation says it is the default, as kube prints it.
+func markedDefault(annotation string) func(runtime.Object) string {
+	return func(o runtime.Object) string {
+		acc := o.(metav1.Object)
+		if acc.GetAnnotations()[annotation] == "true" {
+			return acc.GetName() + " (default)"
+		}
+		return acc.GetName()
 	}
 }

@@ -209,36 +209,39 @@ func validateEndpointIP(a string, p *field.Path) field.ErrorList {
 }
 
 func validateHints(h *discoveryv1.EndpointHints, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	zp := p.Child("forZones")
-	if len(h.ForZones) > 8 {
-		return append(errs, field.TooMany(zp, len(h.ForZones), 8))
-	}
-	zones := sets.New[string]()
+	zones := make([]string, len(h.ForZones))
 	for i, z := range h.ForZones {
-		q := zp.Index(i).Child("name")
-		if zones.Has(z.Name) {
-			errs = append(errs, field.Duplicate(q, z.Name))
-		}
-		zones.Insert(z.Name)
-		for _, msg := range validation.IsValidLabelValue(z.Name) {
-			errs = append(errs, field.Invalid(q, z.Name, msg))
-		}
+		zones[i] = z.Name
 	}
-	np := p.Child("forNodes")
-	if len(h.ForNodes) > 8 {
-		return append(errs, field.TooMany(np, len(h.ForNodes), 8))
+	errs, tooMany := validateHintNames(zones, validation.IsValidLabelValue, p.Child("forZones"))
+	if tooMany {
+		return errs
 	}
-	nodes := sets.New[string]()
+	nodes := make([]string, len(h.ForNodes))
 	for i, n := range h.ForNodes {
-		q := np.Index(i).Child("name")
-		if nodes.Has(n.Name) {
-			errs = append(errs, field.Duplicate(q, n.Name))
+		nodes[i] = n.Name
+	}
+	more, _ := validateHintNames(nodes, validation.IsDNS1123Subdomain, p.Child("forNodes"))
+	return append(errs, more...)
+}
+
+// validateHintNames checks a hint list: at most 8, each name once and valid; tooMany says
+// kube stops there.
+func validateHintNames(names []string, valid func(string) []string, p *field.Path) (field.ErrorList, bool) {
+	if len(names) > 8 {
+		return field.ErrorList{field.TooMany(p, len(names), 8)}, true
+	}
+	var errs field.ErrorList
+	seen := sets.New[string]()
+	for i, name := range names {
+		q := p.Index(i).Child("name")
+		if seen.Has(name) {
+			errs = append(errs, field.Duplicate(q, name))
 		}
-		nodes.Insert(n.Name)
-		for _, msg := range validation.IsDNS1123Subdomain(n.Name) {
-			errs = append(errs, field.Invalid(q, n.Name, msg))
+		seen.Insert(name)
+		for _, msg := range valid(name) {
+			errs = append(errs, field.Invalid(q, name, msg))
 		}
 	}
-	return errs
+	return errs, false
 }
