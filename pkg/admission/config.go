@@ -29,8 +29,7 @@ func MutatingWebhookConfigurations() *registry.Resource {
 		Categories:       []string{"api-extensions"},
 		New:              func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} },
 		NewList:          func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfigurationList{} },
-		PrepareForCreate: func(o runtime.Object) { defaultMutating(o.(*admissionregistrationv1.MutatingWebhookConfiguration)) },
-		PrepareForUpdate: func(o, _ runtime.Object) { defaultMutating(o.(*admissionregistrationv1.MutatingWebhookConfiguration)) },
+		Default: func(o runtime.Object) { defaultMutating(o.(*admissionregistrationv1.MutatingWebhookConfiguration)) },
 		Validate: func(o runtime.Object) field.ErrorList {
 			return validateMutating(o.(*admissionregistrationv1.MutatingWebhookConfiguration), nil)
 		},
@@ -51,10 +50,7 @@ func ValidatingWebhookConfigurations() *registry.Resource {
 		Categories:       []string{"api-extensions"},
 		New:              func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} },
 		NewList:          func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfigurationList{} },
-		PrepareForCreate: func(o runtime.Object) { defaultValidating(o.(*admissionregistrationv1.ValidatingWebhookConfiguration)) },
-		PrepareForUpdate: func(o, _ runtime.Object) {
-			defaultValidating(o.(*admissionregistrationv1.ValidatingWebhookConfiguration))
-		},
+		Default: func(o runtime.Object) { defaultValidating(o.(*admissionregistrationv1.ValidatingWebhookConfiguration)) },
 		Validate: func(o runtime.Object) field.ErrorList {
 			return validateValidating(o.(*admissionregistrationv1.ValidatingWebhookConfiguration), nil)
 		},

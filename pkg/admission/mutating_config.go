@@ -26,8 +26,7 @@ func MutatingAdmissionPolicies() *registry.Resource {
 		Categories: []string{"api-extensions"}, HasSpec: true,
 		New:              func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicy{} },
 		NewList:          func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicyList{} },
-		PrepareForCreate: func(o runtime.Object) { defaultMutatingPolicy(o.(*admissionregistrationv1.MutatingAdmissionPolicy)) },
-		PrepareForUpdate: func(o, _ runtime.Object) { defaultMutatingPolicy(o.(*admissionregistrationv1.MutatingAdmissionPolicy)) },
+		Default: func(o runtime.Object) { defaultMutatingPolicy(o.(*admissionregistrationv1.MutatingAdmissionPolicy)) },
 		Validate: func(o runtime.Object) field.ErrorList {
 			return validateMutatingPolicy(o.(*admissionregistrationv1.MutatingAdmissionPolicy), nil)
 		},
@@ -52,10 +51,7 @@ func MutatingAdmissionPolicyBindings() *registry.Resource {
 		Categories: []string{"api-extensions"}, HasSpec: true,
 		New:     func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicyBinding{} },
 		NewList: func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicyBindingList{} },
-		PrepareForCreate: func(o runtime.Object) {
-			defaultMatchResources(o.(*admissionregistrationv1.MutatingAdmissionPolicyBinding).Spec.MatchResources)
-		},
-		PrepareForUpdate: func(o, _ runtime.Object) {
+		Default: func(o runtime.Object) {
 			defaultMatchResources(o.(*admissionregistrationv1.MutatingAdmissionPolicyBinding).Spec.MatchResources)
 		},
 		Validate: func(o runtime.Object) field.ErrorList {

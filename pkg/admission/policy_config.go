@@ -31,8 +31,7 @@ func ValidatingAdmissionPolicies() *registry.Resource {
 		Categories: []string{"api-extensions"}, Subresources: []string{"status"}, HasSpec: true,
 		New:              func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicy{} },
 		NewList:          func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyList{} },
-		PrepareForCreate: func(o runtime.Object) { defaultPolicy(o.(*admissionregistrationv1.ValidatingAdmissionPolicy)) },
-		PrepareForUpdate: func(o, _ runtime.Object) { defaultPolicy(o.(*admissionregistrationv1.ValidatingAdmissionPolicy)) },
+		Default: func(o runtime.Object) { defaultPolicy(o.(*admissionregistrationv1.ValidatingAdmissionPolicy)) },
 		Validate: func(o runtime.Object) field.ErrorList {
 			return validatePolicy(o.(*admissionregistrationv1.ValidatingAdmissionPolicy), nil)
 		},
@@ -57,10 +56,7 @@ func ValidatingAdmissionPolicyBindings() *registry.Resource {
 		Categories: []string{"api-extensions"}, HasSpec: true,
 		New:              func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{} },
 		NewList:          func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{} },
-		PrepareForCreate: func(o runtime.Object) { defaultBinding(o.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding)) },
-		PrepareForUpdate: func(o, _ runtime.Object) {
-			defaultBinding(o.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding))
-		},
+		Default: func(o runtime.Object) { defaultBinding(o.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding)) },
 		Validate: func(o runtime.Object) field.ErrorList {
 			return validateBinding(o.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding))
 		},

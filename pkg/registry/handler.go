@@ -106,7 +106,7 @@ func (h *Handler) convert(r *Resource, obj runtime.Object, out output) (runtime.
 
 // Get reads one object (or its status or scale) at the request's resourceVersion.
 func (h *Handler) Get(ctx context.Context, req *resourcev1.GetRequest) (*resourcev1.GetResponse, error) {
-	r, err := h.lookup(req.GetRef(), "status", "scale")
+	r, err := h.lookup(req.GetRef(), "status", "scale", "approval")
 	if err != nil {
 		return nil, toGRPC(err)
 	}

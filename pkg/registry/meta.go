@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -94,7 +95,7 @@ func GenerateName(base string) string {
 }
 
 // prepareCreate sets the system fields of a new object.
-func (h *Handler) prepareCreate(r *Resource, acc metav1.Object, obj runtime.Object) {
+func (h *Handler) prepareCreate(ctx context.Context, r *Resource, acc metav1.Object, obj runtime.Object) {
 	if acc.GetName() == "" && acc.GetGenerateName() != "" {
 		acc.SetName(GenerateName(acc.GetGenerateName()))
 	}
@@ -114,7 +115,7 @@ func (h *Handler) prepareCreate(r *Resource, acc metav1.Object, obj runtime.Obje
 		resetField(obj, "Status")
 	}
 	if r.PrepareForCreate != nil {
-		r.PrepareForCreate(obj)
+		r.PrepareForCreate(ctx, obj)
 	}
 }
 
@@ -135,7 +136,21 @@ func resetField(obj runtime.Object, name string) {
 }
 
 // copyField copies a top-level struct field by name from src to dst.
-func copyField(dst, src runtime.Object, name string) {
+// A typed object's nested field is named by its path (copyField(dst, src, "Status", "Conditions")).
+func copyField(dst, src runtime.Object, name string, nested ...string) {
+	if len(nested) > 0 {
+		d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem()
+		for _, n := range append([]string{name}, nested...) {
+			if d.Kind() != reflect.Struct || s.Kind() != reflect.Struct {
+				return
+			}
+			d, s = d.FieldByName(n), s.FieldByName(n)
+		}
+		if d.IsValid() && s.IsValid() && d.CanSet() {
+			d.Set(s)
+		}
+		return
+	}
 	if d, key, ok := unstructuredField(dst, name); ok {
 		if s, _, ok := unstructuredField(src, name); ok {
 			if v, found := s[key]; found {

@@ -45,7 +45,7 @@ func Namespaces() *Resource {
 			return nil
 		},
 		New: func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} },
-		PrepareForCreate: func(o runtime.Object) {
+		PrepareForCreate: func(_ context.Context, o runtime.Object) {
 			ns := o.(*corev1.Namespace)
 			ns.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}
 			ns.Status.Phase = corev1.NamespaceActive

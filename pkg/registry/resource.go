@@ -62,8 +62,11 @@ type Resource struct {
 	AuthorizeWrite func(ctx context.Context, obj, old runtime.Object) error
 	// ValidateDelete refuses deleting the named object (kube's immortal namespaces).
 	ValidateDelete func(name string) error
-	// PrepareForCreate defaults and clears fields a client may not set.
-	PrepareForCreate func(obj runtime.Object)
+	// Default applies the kind's defaults to an object decoded from a request (create, update,
+	// patch and apply results alike), before admission sees it, as kube defaults on decoding.
+	Default func(obj runtime.Object)
+	// PrepareForCreate clears and sets the fields a client may not set (the strategy's work).
+	PrepareForCreate func(ctx context.Context, obj runtime.Object)
 	// PrepareForUpdate adjusts an update of the main resource or its status after the generic
 	// merge (status kept or taken, generation bumped): a CRD records its new storage version, a
 	// custom resource is pruned and defaulted.

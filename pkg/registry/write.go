@@ -123,6 +123,9 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 	} else {
 		acc.SetNamespace("")
 	}
+	if r.Default != nil {
+		r.Default(obj)
+	}
 	if obj, err = h.admit(ctx, h.attributes(ctx, r, admission.Create, "", obj, nil, acc.GetNamespace(), acc.GetName(), dryRun, nil)); err != nil {
 		return nil, err
 	}
@@ -131,7 +134,7 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 	}
 	applied := isApplied(ctx)
 	managed := acc.GetManagedFields()
-	h.prepareCreate(r, acc, obj)
+	h.prepareCreate(ctx, r, acc, obj)
 	if applied {
 		acc.SetManagedFields(managed)
 	} else {
@@ -189,7 +192,7 @@ func (h *Handler) admitNamespace(ctx context.Context, r *Resource, namespace, na
 
 // Update replaces an object (or its status or scale).
 func (h *Handler) Update(ctx context.Context, req *resourcev1.UpdateRequest) (*resourcev1.UpdateResponse, error) {
-	r, err := h.lookup(req.GetRef(), "status", "scale", "finalize")
+	r, err := h.lookup(req.GetRef(), "status", "scale", "finalize", "approval")
 	if err != nil {
 		return nil, toGRPC(err)
 	}
@@ -250,6 +253,9 @@ func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.Resou
 		changed, err := change(current.DeepCopyObject())
 		if err != nil {
 			return nil, err
+		}
+		if _, scale := changed.(*autoscalingv1.Scale); r.Default != nil && !scale {
+			r.Default(changed)
 		}
 		if changed, err = h.admit(ctx, h.updateAttributes(ctx, r, ref, changed, current, dryRun)); err != nil {
 			return nil, err
@@ -349,6 +355,9 @@ func (h *Handler) merge(r *Resource, ref *resourcev1.ResourceRef, current, chang
 	case "finalize": // a namespace's spec.finalizers
 		next = current.DeepCopyObject()
 		copyField(next, changed, "Spec")
+	case "approval": // a CertificateSigningRequest's status.conditions
+		next = current.DeepCopyObject()
+		copyField(next, changed, "Status", "Conditions")
 	default:
 		next = changed
 		if r.hasSubresource("status") {
@@ -405,7 +414,7 @@ const (
 
 // Patch changes an object with a JSON, merge or strategic merge patch.
 func (h *Handler) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*resourcev1.PatchResponse, error) {
-	r, err := h.lookup(req.GetRef(), "status", "scale")
+	r, err := h.lookup(req.GetRef(), "status", "scale", "approval")
 	if err != nil {
 		return nil, toGRPC(err)
 	}

@@ -103,14 +103,8 @@ const defaultIngressClassAnnotation = "ingressclass.kubernetes.io/is-default-cla
 // ingressClasses are networking.k8s.io/v1 IngressClasses with kube's defaults, validation
 // and columns (the default class marked " (default)").
 func ingressClasses() *registry.Resource {
-	def := func(o runtime.Object) {
-		if p := o.(*networkingv1.IngressClass).Spec.Parameters; p != nil && p.Scope == nil {
-			p.Scope = ptr.To(networkingv1.IngressClassParametersReferenceScopeCluster)
-		}
-	}
 	return &registry.Resource{GroupVersion: networkingv1.SchemeGroupVersion, Name: "ingressclasses", SingularName: "ingressclass", Kind: "IngressClass",
 		HasSpec: true, New: obj[networkingv1.IngressClass](), NewList: obj[networkingv1.IngressClassList](),
-		PrepareForCreate: def, PrepareForUpdate: func(o, _ runtime.Object) { def(o) },
 		Validate: func(o runtime.Object) field.ErrorList { return validateIngressClass(o.(*networkingv1.IngressClass)) },
 		ValidateUpdate: func(o, old runtime.Object) field.ErrorList {
 			ic, prev := o.(*networkingv1.IngressClass), old.(*networkingv1.IngressClass)
@@ -194,18 +188,8 @@ const defaultStorageClassAnnotation = "storageclass.kubernetes.io/is-default-cla
 // Delete, volumeBindingMode Immediate), validation, immutable fields and columns (the default
 // class marked " (default)").
 func storageClasses() *registry.Resource {
-	def := func(o runtime.Object) {
-		sc := o.(*storagev1.StorageClass)
-		if sc.ReclaimPolicy == nil {
-			sc.ReclaimPolicy = ptr.To(corev1.PersistentVolumeReclaimDelete)
-		}
-		if sc.VolumeBindingMode == nil {
-			sc.VolumeBindingMode = ptr.To(storagev1.VolumeBindingImmediate)
-		}
-	}
 	return &registry.Resource{GroupVersion: storagev1.SchemeGroupVersion, Name: "storageclasses", SingularName: "storageclass", Kind: "StorageClass",
 		ShortNames: []string{"sc"}, New: obj[storagev1.StorageClass](), NewList: obj[storagev1.StorageClassList](),
-		PrepareForCreate: def, PrepareForUpdate: func(o, _ runtime.Object) { def(o) },
 		Validate: func(o runtime.Object) field.ErrorList { return validateStorageClass(o.(*storagev1.StorageClass)) },
 		ValidateUpdate: func(o, old runtime.Object) field.ErrorList {
 			sc, prev := o.(*storagev1.StorageClass), old.(*storagev1.StorageClass)
@@ -292,23 +276,8 @@ var fsGroupPolicies = sets.New(string(storagev1.NoneFSGroupPolicy), string(stora
 // csiDrivers are storage.k8s.io/v1 CSIDrivers with kube's defaults, validation, immutable
 // fields and columns.
 func csiDrivers() *registry.Resource {
-	def := func(o runtime.Object) {
-		s := &o.(*storagev1.CSIDriver).Spec
-		for _, b := range []**bool{&s.AttachRequired, &s.PodInfoOnMount, &s.StorageCapacity, &s.RequiresRepublish, &s.SELinuxMount, &s.PreventPodSchedulingIfMissing} {
-			if *b == nil {
-				*b = ptr.To(b == &s.AttachRequired)
-			}
-		}
-		if s.FSGroupPolicy == nil {
-			s.FSGroupPolicy = ptr.To(storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy)
-		}
-		if len(s.VolumeLifecycleModes) == 0 {
-			s.VolumeLifecycleModes = []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}
-		}
-	}
 	return &registry.Resource{GroupVersion: storagev1.SchemeGroupVersion, Name: "csidrivers", SingularName: "csidriver", Kind: "CSIDriver",
 		HasSpec: true, New: obj[storagev1.CSIDriver](), NewList: obj[storagev1.CSIDriverList](),
-		PrepareForCreate: def, PrepareForUpdate: func(o, _ runtime.Object) { def(o) },
 		Validate: func(o runtime.Object) field.ErrorList { return validateCSIDriverSpec(&o.(*storagev1.CSIDriver).Spec) },
 		ValidateUpdate: func(o, old runtime.Object) field.ErrorList {
 			s, prev := &o.(*storagev1.CSIDriver).Spec, &old.(*storagev1.CSIDriver).Spec

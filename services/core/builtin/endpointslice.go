@@ -18,24 +18,11 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// endpointSlices are discovery.k8s.io/v1 EndpointSlices with kube's defaults (a port's name
-// "" and protocol TCP), validation and columns.
+// endpointSlices are discovery.k8s.io/v1 EndpointSlices with kube's validation and columns.
 func endpointSlices() *registry.Resource {
-	def := func(o runtime.Object) {
-		for i := range o.(*discoveryv1.EndpointSlice).Ports {
-			p := &o.(*discoveryv1.EndpointSlice).Ports[i]
-			if p.Name == nil {
-				p.Name = ptr.To("")
-			}
-			if p.Protocol == nil {
-				p.Protocol = ptr.To(corev1.ProtocolTCP)
-			}
-		}
-	}
 	return &registry.Resource{GroupVersion: discoveryv1.SchemeGroupVersion, Name: "endpointslices", SingularName: "endpointslice",
 		Kind: "EndpointSlice", Namespaced: true,
 		New: obj[discoveryv1.EndpointSlice](), NewList: obj[discoveryv1.EndpointSliceList](),
-		PrepareForCreate: def, PrepareForUpdate: func(o, _ runtime.Object) { def(o) },
 		Validate: func(o runtime.Object) field.ErrorList {
 			return validateEndpointSlice(o.(*discoveryv1.EndpointSlice), nil)
 		},

@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	fcbootstrap "k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
 	"k8s.io/apiserver/pkg/util/shufflesharding"
-	"k8s.io/utils/ptr"
 )
 
 // --- flowcontrol.apiserver.k8s.io/v1: API Priority and Fairness configuration, which every
@@ -30,9 +29,7 @@ func flowSchemas() *registry.Resource {
 	return &registry.Resource{GroupVersion: flowcontrolv1.SchemeGroupVersion, Name: "flowschemas", SingularName: "flowschema",
 		Kind: "FlowSchema", Subresources: []string{"status"}, HasSpec: true,
 		New: obj[flowcontrolv1.FlowSchema](), NewList: obj[flowcontrolv1.FlowSchemaList](),
-		PrepareForCreate: func(o runtime.Object) { defaultFlowSchema(o.(*flowcontrolv1.FlowSchema)) },
-		PrepareForUpdate: func(o, _ runtime.Object) { defaultFlowSchema(o.(*flowcontrolv1.FlowSchema)) },
-		Validate:         validateFlowSchema,
+		Validate: validateFlowSchema,
 		TableOrder: func(a, b runtime.Object) int { // kube prints them by precedence, then name
 			x, y := a.(*flowcontrolv1.FlowSchema), b.(*flowcontrolv1.FlowSchema)
 			if c := cmp.Compare(x.Spec.MatchingPrecedence, y.Spec.MatchingPrecedence); c != 0 {
@@ -68,9 +65,7 @@ func priorityLevelConfigurations() *registry.Resource {
 	return &registry.Resource{GroupVersion: flowcontrolv1.SchemeGroupVersion, Name: "prioritylevelconfigurations",
 		SingularName: "prioritylevelconfiguration", Kind: "PriorityLevelConfiguration", Subresources: []string{"status"}, HasSpec: true,
 		New: obj[flowcontrolv1.PriorityLevelConfiguration](), NewList: obj[flowcontrolv1.PriorityLevelConfigurationList](),
-		PrepareForCreate: func(o runtime.Object) { defaultPriorityLevel(o.(*flowcontrolv1.PriorityLevelConfiguration)) },
-		PrepareForUpdate: func(o, _ runtime.Object) { defaultPriorityLevel(o.(*flowcontrolv1.PriorityLevelConfiguration)) },
-		Validate:         validatePriorityLevel,
+		Validate: validatePriorityLevel,
 		Columns: []metav1.TableColumnDefinition{
 			col("Type", "string", flowcontrolv1.PriorityLevelConfigurationSpec{}.SwaggerDoc()["type"]),
 			col("NominalConcurrencyShares", "string", flowcontrolv1.LimitedPriorityLevelConfiguration{}.SwaggerDoc()["nominalConcurrencyShares"]),
@@ -96,52 +91,7 @@ func priorityLevelConfigurations() *registry.Resource {
 }
 
 // DefaultFlowControl applies kube's v1 defaults to a FlowSchema or PriorityLevelConfiguration.
-func DefaultFlowControl(o runtime.Object) {
-	switch v := o.(type) {
-	case *flowcontrolv1.FlowSchema:
-		defaultFlowSchema(v)
-	case *flowcontrolv1.PriorityLevelConfiguration:
-		defaultPriorityLevel(v)
-	}
-}
-
-// defaultFlowSchema is kube's v1 defaulting.
-func defaultFlowSchema(fs *flowcontrolv1.FlowSchema) {
-	if fs.Spec.MatchingPrecedence == 0 {
-		fs.Spec.MatchingPrecedence = 1000
-	}
-}
-
-// defaultPriorityLevel is kube's v1 defaulting.
-func defaultPriorityLevel(pl *flowcontrolv1.PriorityLevelConfiguration) {
-	if l := pl.Spec.Limited; l != nil {
-		if l.NominalConcurrencyShares == nil {
-			l.NominalConcurrencyShares = ptr.To[int32](30)
-		}
-		if l.LendablePercent == nil {
-			l.LendablePercent = ptr.To[int32](0)
-		}
-		if q := l.LimitResponse.Queuing; q != nil {
-			if q.Queues == 0 {
-				q.Queues = 64
-			}
-			if q.HandSize == 0 {
-				q.HandSize = 8
-			}
-			if q.QueueLengthLimit == 0 {
-				q.QueueLengthLimit = 50
-			}
-		}
-	}
-	if e := pl.Spec.Exempt; e != nil {
-		if e.NominalConcurrencyShares == nil {
-			e.NominalConcurrencyShares = ptr.To[int32](0)
-		}
-		if e.LendablePercent == nil {
-			e.LendablePercent = ptr.To[int32](0)
-		}
-	}
-}
+func DefaultFlowControl(o runtime.Object) { setDefaults(o) }
 
 // --- validation, as kube's (same rules and messages); the mandatory objects' specs are fixed.
 
@@ -163,7 +113,7 @@ func mandatoryFlowSchema(name string) *flowcontrolv1.FlowSchema {
 	for _, fs := range fcbootstrap.MandatoryFlowSchemas {
 		if fs.Name == name {
 			fs = fs.DeepCopy()
-			defaultFlowSchema(fs)
+			setDefaults(fs)
 			return fs
 		}
 	}
@@ -174,7 +124,7 @@ func mandatoryPriorityLevel(name string) *flowcontrolv1.PriorityLevelConfigurati
 	for _, pl := range fcbootstrap.MandatoryPriorityLevelConfigurations {
 		if pl.Name == name {
 			pl = pl.DeepCopy()
-			defaultPriorityLevel(pl)
+			setDefaults(pl)
 			return pl
 		}
 	}

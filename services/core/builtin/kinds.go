@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -85,21 +86,6 @@ func configMapCells(o runtime.Object) []any {
 	return []any{int64(len(cm.Data) + len(cm.BinaryData)), registry.AgeCell(o)}
 }
 
-func defaultSecret(o runtime.Object) {
-	s := o.(*corev1.Secret)
-	if s.Type == "" {
-		s.Type = corev1.SecretTypeOpaque
-	}
-	// stringData is write-only: merged into data, as kube does.
-	for k, v := range s.StringData {
-		if s.Data == nil {
-			s.Data = map[string][]byte{}
-		}
-		s.Data[k] = []byte(v)
-	}
-	s.StringData = nil
-}
-
 func validateSecret(o runtime.Object) field.ErrorList {
 	s := o.(*corev1.Secret)
 	var keys []string
@@ -112,7 +98,6 @@ func validateSecret(o runtime.Object) field.ErrorList {
 
 func validateSecretUpdate(o, old runtime.Object) field.ErrorList {
 	s, os := o.(*corev1.Secret), old.(*corev1.Secret)
-	defaultSecret(s)
 	var errs field.ErrorList
 	if s.Type != os.Type {
 		errs = append(errs, field.Invalid(field.NewPath("type"), s.Type, "field is immutable"))
@@ -155,25 +140,6 @@ func eventFields(o runtime.Object) fields.Set {
 
 // --- services and pods: the defaults kubectl output relies on.
 
-func defaultService(o runtime.Object) {
-	s := o.(*corev1.Service)
-	if s.Spec.Type == "" {
-		s.Spec.Type = corev1.ServiceTypeClusterIP
-	}
-	if s.Spec.SessionAffinity == "" {
-		s.Spec.SessionAffinity = corev1.ServiceAffinityNone
-	}
-	for i := range s.Spec.Ports {
-		p := &s.Spec.Ports[i]
-		if p.Protocol == "" {
-			p.Protocol = corev1.ProtocolTCP
-		}
-		if p.TargetPort.IntVal == 0 && p.TargetPort.StrVal == "" {
-			p.TargetPort.IntVal = p.Port
-		}
-	}
-}
-
 func validateService(o runtime.Object) field.ErrorList {
 	s := o.(*corev1.Service)
 	var errs field.ErrorList
@@ -188,18 +154,61 @@ func validateService(o runtime.Object) field.ErrorList {
 	return errs
 }
 
-func defaultPod(o runtime.Object) {
+// preparePod is kube's pod strategy on create: a Pending status with the pod's QoS class, and
+// the PodScheduled condition of a pod held by scheduling gates.
+func preparePod(_ context.Context, o runtime.Object) {
 	p := o.(*corev1.Pod)
-	p.Status.Phase = corev1.PodPending
-	if p.Spec.RestartPolicy == "" {
-		p.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	p.Status = corev1.PodStatus{Phase: corev1.PodPending}
+	if len(p.Spec.SchedulingGates) > 0 {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: corev1.PodReasonSchedulingGated, Message: "Scheduling is blocked due to non-empty scheduling gates"}}
 	}
-	if p.Spec.DNSPolicy == "" {
-		p.Spec.DNSPolicy = corev1.DNSClusterFirst
+	p.Status.QOSClass = podQOS(p)
+}
+
+// podQOS is the pod's quality-of-service class from its CPU and memory requests and limits.
+func podQOS(p *corev1.Pod) corev1.PodQOSClass {
+	if p.Spec.Resources != nil { // pod-level resources decide
+		return requirementsQOS(p.Spec.Resources)
 	}
-	if p.Spec.SchedulerName == "" {
-		p.Spec.SchedulerName = corev1.DefaultSchedulerName
+	var qos corev1.PodQOSClass
+	for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+		switch cq := requirementsQOS(&c.Resources); {
+		case cq == corev1.PodQOSBurstable:
+			return cq
+		case qos == "":
+			qos = cq
+		case qos != cq:
+			return corev1.PodQOSBurstable
+		}
 	}
+	if qos == "" {
+		return corev1.PodQOSBestEffort
+	}
+	return qos
+}
+
+func requirementsQOS(r *corev1.ResourceRequirements) corev1.PodQOSClass {
+	if len(r.Requests) == 0 && len(r.Limits) == 0 {
+		return corev1.PodQOSBestEffort
+	}
+	var qos corev1.PodQOSClass
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, lim := r.Requests[name], r.Limits[name]
+		rq := corev1.PodQOSGuaranteed
+		switch {
+		case !req.Equal(lim):
+			return corev1.PodQOSBurstable
+		case req.IsZero():
+			rq = corev1.PodQOSBestEffort
+		}
+		if qos == "" {
+			qos = rq
+		} else if qos != rq {
+			return corev1.PodQOSBurstable
+		}
+	}
+	return qos
 }
 
 func podFields(o runtime.Object) fields.Set {
@@ -237,17 +246,6 @@ func podCells(o runtime.Object) []any {
 		restarts += int64(c.RestartCount)
 	}
 	return []any{fmt.Sprintf("%d/%d", ready, len(p.Spec.Containers)), reason, restarts, registry.AgeCell(o)}
-}
-
-func defaultDeployment(o runtime.Object) {
-	d := o.(*appsv1.Deployment)
-	if d.Spec.Replicas == nil {
-		one := int32(1)
-		d.Spec.Replicas = &one
-	}
-	if d.Spec.Strategy.Type == "" {
-		d.Spec.Strategy.Type = appsv1.RollingUpdateDeploymentStrategyType
-	}
 }
 
 var leaseColumns = []metav1.TableColumnDefinition{col("Holder", "string", coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]), registry.AgeColumn}

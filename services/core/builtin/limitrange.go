@@ -20,40 +20,8 @@ func limitRanges() *registry.Resource {
 	return &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "limitranges", SingularName: "limitrange", Kind: "LimitRange",
 		Namespaced: true, ShortNames: []string{"limits"}, HasSpec: true,
 		New: obj[corev1.LimitRange](), NewList: obj[corev1.LimitRangeList](),
-		PrepareForCreate: func(o runtime.Object) { defaultLimitRange(o.(*corev1.LimitRange)) },
-		PrepareForUpdate: func(o, _ runtime.Object) { defaultLimitRange(o.(*corev1.LimitRange)) },
-		Validate:         func(o runtime.Object) field.ErrorList { return validateLimitRange(o.(*corev1.LimitRange)) },
-		Columns:          roleColumns, Cells: roleCells}
-}
-
-func defaultLimitRange(lr *corev1.LimitRange) {
-	for i := range lr.Spec.Limits {
-		item := &lr.Spec.Limits[i]
-		if item.Type != corev1.LimitTypeContainer {
-			continue
-		}
-		if item.Default == nil {
-			item.Default = corev1.ResourceList{}
-		}
-		if item.DefaultRequest == nil {
-			item.DefaultRequest = corev1.ResourceList{}
-		}
-		for k, v := range item.Max {
-			if _, ok := item.Default[k]; !ok {
-				item.Default[k] = v.DeepCopy()
-			}
-		}
-		for k, v := range item.Default {
-			if _, ok := item.DefaultRequest[k]; !ok {
-				item.DefaultRequest[k] = v.DeepCopy()
-			}
-		}
-		for k, v := range item.Min {
-			if _, ok := item.DefaultRequest[k]; !ok {
-				item.DefaultRequest[k] = v.DeepCopy()
-			}
-		}
-	}
+		Validate: func(o runtime.Object) field.ErrorList { return validateLimitRange(o.(*corev1.LimitRange)) },
+		Columns:  roleColumns, Cells: roleCells}
 }
 
 var (

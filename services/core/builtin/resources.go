@@ -12,6 +12,9 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -19,18 +22,24 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // NewScheme is core's type registry: the k8s.io/api groups it serves.
 func NewScheme() (*registry.Scheme, error) {
 	return registry.NewScheme(admissionregistrationv1.AddToScheme, corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme,
-		authenticationv1.AddToScheme, authorizationv1.AddToScheme, autoscalingv1.AddToScheme, rbacv1.AddToScheme, flowcontrolv1.AddToScheme,
-		schedulingv1.AddToScheme, nodev1.AddToScheme, networkingv1.AddToScheme, storagev1.AddToScheme, discoveryv1.AddToScheme)
+		authenticationv1.AddToScheme, authorizationv1.AddToScheme, autoscalingv1.AddToScheme, autoscalingv2.AddToScheme, batchv1.AddToScheme,
+		certificatesv1.AddToScheme, rbacv1.AddToScheme, flowcontrolv1.AddToScheme, schedulingv1.AddToScheme, nodev1.AddToScheme,
+		networkingv1.AddToScheme, policyv1.AddToScheme, resourcev1.AddToScheme, storagev1.AddToScheme, storagemigrationv1.AddToScheme,
+		discoveryv1.AddToScheme)
 }
 
 func obj[T any, PT interface {
@@ -46,15 +55,19 @@ func Resources(esc *Escalation) []*registry.Resource {
 	v1 := corev1.SchemeGroupVersion
 	apps := appsv1.SchemeGroupVersion
 	rbac := rbacv1.SchemeGroupVersion
-	return append(append([]*registry.Resource{
+	return withDefaults(append(append([]*registry.Resource{
 		registry.Namespaces(),
 		limitRanges(),
 		resourceQuotas(),
+		persistentVolumes(),
+		persistentVolumeClaims(),
+		podTemplates(),
+		replicationControllers(),
 		{GroupVersion: v1, Name: "configmaps", SingularName: "configmap", Kind: "ConfigMap", Namespaced: true,
 			ShortNames: []string{"cm"}, New: obj[corev1.ConfigMap](), NewList: obj[corev1.ConfigMapList](),
 			Validate: validateConfigMap, ValidateUpdate: validateConfigMapUpdate, Columns: configMapColumns, Cells: configMapCells},
 		{GroupVersion: v1, Name: "secrets", SingularName: "secret", Kind: "Secret", Namespaced: true,
-			New: obj[corev1.Secret](), NewList: obj[corev1.SecretList](), PrepareForCreate: defaultSecret,
+			New: obj[corev1.Secret](), NewList: obj[corev1.SecretList](),
 			Validate: validateSecret, ValidateUpdate: validateSecretUpdate, FieldLabels: secretFields,
 			Columns: secretColumns, Cells: secretCells},
 		{GroupVersion: v1, Name: "serviceaccounts", SingularName: "serviceaccount", Kind: "ServiceAccount", Namespaced: true,
@@ -66,28 +79,40 @@ func Resources(esc *Escalation) []*registry.Resource {
 			New: obj[corev1.Endpoints](), NewList: obj[corev1.EndpointsList]()},
 		{GroupVersion: v1, Name: "services", SingularName: "service", Kind: "Service", Namespaced: true, ShortNames: []string{"svc"},
 			Categories: []string{"all"}, Subresources: []string{"status"}, HasSpec: true,
-			New: obj[corev1.Service](), NewList: obj[corev1.ServiceList](), PrepareForCreate: defaultService, Validate: validateService,
+			New: obj[corev1.Service](), NewList: obj[corev1.ServiceList](), Validate: validateService,
 			Columns: serviceColumns, Cells: serviceCells},
 		{GroupVersion: v1, Name: "pods", SingularName: "pod", Kind: "Pod", Namespaced: true, ShortNames: []string{"po"},
 			Categories: []string{"all"}, Subresources: []string{"status"}, HasSpec: true,
-			New: obj[corev1.Pod](), NewList: obj[corev1.PodList](), PrepareForCreate: defaultPod, FieldLabels: podFields,
+			New: obj[corev1.Pod](), NewList: obj[corev1.PodList](), PrepareForCreate: preparePod, Validate: validatePod, FieldLabels: podFields,
 			Columns: podColumns, Cells: podCells},
 		{GroupVersion: v1, Name: "nodes", SingularName: "node", Kind: "Node", ShortNames: []string{"no"},
 			Subresources: []string{"status"}, HasSpec: true, New: obj[corev1.Node](), NewList: obj[corev1.NodeList](),
 			Columns: nodeColumns, Cells: nodeCells},
 		{GroupVersion: apps, Name: "deployments", SingularName: "deployment", Kind: "Deployment", Namespaced: true,
 			ShortNames: []string{"deploy"}, Categories: []string{"all"}, Subresources: []string{"scale", "status"}, HasSpec: true,
-			New: obj[appsv1.Deployment](), NewList: obj[appsv1.DeploymentList](), PrepareForCreate: defaultDeployment,
+			New: obj[appsv1.Deployment](), NewList: obj[appsv1.DeploymentList](), Validate: validateDeployment,
+			ValidateUpdate: func(o, old runtime.Object) field.ErrorList {
+				return immutableSelector(o.(*appsv1.Deployment).Spec.Selector, old.(*appsv1.Deployment).Spec.Selector)
+			},
 			Columns: deploymentColumns, Cells: deploymentCells},
 		{GroupVersion: apps, Name: "replicasets", SingularName: "replicaset", Kind: "ReplicaSet", Namespaced: true,
 			ShortNames: []string{"rs"}, Categories: []string{"all"}, Subresources: []string{"scale", "status"}, HasSpec: true,
-			New: obj[appsv1.ReplicaSet](), NewList: obj[appsv1.ReplicaSetList](), Columns: replicaSetColumns, Cells: replicaSetCells},
+			New: obj[appsv1.ReplicaSet](), NewList: obj[appsv1.ReplicaSetList](), Validate: validateReplicaSet,
+			ValidateUpdate: func(o, old runtime.Object) field.ErrorList {
+				return immutableSelector(o.(*appsv1.ReplicaSet).Spec.Selector, old.(*appsv1.ReplicaSet).Spec.Selector)
+			},
+			Columns: replicaSetColumns, Cells: replicaSetCells},
 		{GroupVersion: apps, Name: "statefulsets", SingularName: "statefulset", Kind: "StatefulSet", Namespaced: true,
 			ShortNames: []string{"sts"}, Categories: []string{"all"}, Subresources: []string{"scale", "status"}, HasSpec: true,
-			New: obj[appsv1.StatefulSet](), NewList: obj[appsv1.StatefulSetList](), Columns: statefulSetColumns, Cells: statefulSetCells},
+			New: obj[appsv1.StatefulSet](), NewList: obj[appsv1.StatefulSetList](), Validate: validateStatefulSet,
+			ValidateUpdate: validateStatefulSetUpdate, Columns: statefulSetColumns, Cells: statefulSetCells},
 		{GroupVersion: apps, Name: "daemonsets", SingularName: "daemonset", Kind: "DaemonSet", Namespaced: true,
 			ShortNames: []string{"ds"}, Categories: []string{"all"}, Subresources: []string{"status"}, HasSpec: true,
-			New: obj[appsv1.DaemonSet](), NewList: obj[appsv1.DaemonSetList](), Columns: daemonSetColumns, Cells: daemonSetCells},
+			New: obj[appsv1.DaemonSet](), NewList: obj[appsv1.DaemonSetList](), Validate: validateDaemonSet,
+			ValidateUpdate: func(o, old runtime.Object) field.ErrorList {
+				return immutableSelector(o.(*appsv1.DaemonSet).Spec.Selector, old.(*appsv1.DaemonSet).Spec.Selector)
+			},
+			Columns: daemonSetColumns, Cells: daemonSetCells},
 		{GroupVersion: eventsv1.SchemeGroupVersion, Name: "events", SingularName: "event", Kind: "Event", Namespaced: true,
 			ShortNames: []string{"ev"}, New: obj[eventsv1.Event](), NewList: obj[eventsv1.EventList]()},
 		review(authenticationv1.SchemeGroupVersion, "selfsubjectreviews", "SelfSubjectReview", false, obj[authenticationv1.SelfSubjectReview]()),
@@ -125,7 +150,36 @@ func Resources(esc *Escalation) []*registry.Resource {
 		csiStorageCapacities(),
 		endpointSlices(),
 		controllerRevisions(),
-	}...)
+		horizontalPodAutoscalers(),
+		jobs(),
+		cronJobs(),
+		certificateSigningRequests(),
+		clusterTrustBundles(),
+		podCertificateRequests(),
+		ingresses(),
+		networkPolicies(),
+		ipAddresses(),
+		serviceCIDRs(),
+		podDisruptionBudgets(),
+		deviceClasses(),
+		deviceTaintRules(),
+		resourceClaims(),
+		resourceClaimTemplates(),
+		resourceSlices(),
+		csiNodes(),
+		volumeAttachments(),
+		storageVersionMigrations(),
+	}...))
+}
+
+// withDefaults gives every typed resource kube's defaulting (defaults.go) unless it has its own.
+func withDefaults(rs []*registry.Resource) []*registry.Resource {
+	for _, r := range rs {
+		if r.Default == nil && !r.Review {
+			r.Default = setDefaults
+		}
+	}
+	return rs
 }
 
 func review(gv schema.GroupVersion, name, kind string, namespaced bool, newObj func() runtime.Object) *registry.Resource {

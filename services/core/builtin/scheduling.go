@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -38,19 +39,8 @@ func priorityClasses() *registry.Resource {
 	return &registry.Resource{GroupVersion: schedulingv1.SchemeGroupVersion, Name: "priorityclasses", SingularName: "priorityclass",
 		Kind: "PriorityClass", ShortNames: []string{"pc"},
 		New: obj[schedulingv1.PriorityClass](), NewList: obj[schedulingv1.PriorityClassList](),
-		PrepareForCreate: func(o runtime.Object) {
-			pc := o.(*schedulingv1.PriorityClass)
-			pc.Generation = 1
-			if pc.PreemptionPolicy == nil {
-				pc.PreemptionPolicy = ptr.To(corev1.PreemptLowerPriority)
-			}
-		},
-		PrepareForUpdate: func(o, _ runtime.Object) {
-			if pc := o.(*schedulingv1.PriorityClass); pc.PreemptionPolicy == nil {
-				pc.PreemptionPolicy = ptr.To(corev1.PreemptLowerPriority)
-			}
-		},
-		Validate: func(o runtime.Object) field.ErrorList { return validatePriorityClass(o.(*schedulingv1.PriorityClass)) },
+		PrepareForCreate: func(_ context.Context, o runtime.Object) { o.(*schedulingv1.PriorityClass).Generation = 1 },
+		Validate:         func(o runtime.Object) field.ErrorList { return validatePriorityClass(o.(*schedulingv1.PriorityClass)) },
 		ValidateUpdate: func(o, old runtime.Object) field.ErrorList {
 			pc, prev := o.(*schedulingv1.PriorityClass), old.(*schedulingv1.PriorityClass)
 			errs := validatePriorityClass(pc)

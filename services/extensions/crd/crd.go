@@ -107,7 +107,7 @@ func IsEstablished(crd *apiextensionsv1.CustomResourceDefinition) bool {
 
 // prepareForCreate applies kube's v1 defaults (singular and list kind, conversion None),
 // clears the status and records the storage version, as kube's strategy does.
-func prepareForCreate(o runtime.Object) {
+func prepareForCreate(_ context.Context, o runtime.Object) {
 	crd := o.(*apiextensionsv1.CustomResourceDefinition)
 	crd.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
 	scheme.Default(crd)

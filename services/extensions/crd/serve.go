@@ -139,7 +139,7 @@ func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensio
 		Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped, ShortNames: names.ShortNames, Categories: names.Categories,
 		HasSpec: true, New: registry.NewUnstructured(gvk), NewList: registry.NewUnstructuredList(gvk),
 		TypeConverter:    cs.typeConverter(gvk),
-		PrepareForCreate: func(o runtime.Object) { cs.prepare(o) },
+		PrepareForCreate: func(_ context.Context, o runtime.Object) { cs.prepare(o) },
 		PrepareForUpdate: func(o, _ runtime.Object) { cs.prepare(o) },
 		UnknownFields:    cs.unknownFields,
 		ValidateCreate:   func(o runtime.Object) field.ErrorList { return cs.validate(o, nil) },

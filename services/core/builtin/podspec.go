@@ -1,0 +1,365 @@
+package builtin
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// The pod spec rules users meet first, as kube's ValidatePodSpec checks them (same order, field
+// paths and messages): volumes, containers (names, image, ports, env, mounts, pull policy,
+// resources), init containers, restart and DNS policy, node selector, service account, node
+// name, deadlines, host and subdomain names, tolerations and priority class name. Security
+// contexts, affinity, topology spread and probes' fine print are not checked yet.
+
+// validatePodTemplate is kube's ValidatePodTemplateSpec, for workloads' templates.
+func validatePodTemplate(t *corev1.PodTemplateSpec, p *field.Path) field.ErrorList {
+	errs := metav1validation.ValidateLabels(t.Labels, p.Child("labels"))
+	errs = append(errs, apivalidation.ValidateAnnotations(t.Annotations, p.Child("annotations"))...)
+	errs = append(errs, validatePodSpec(&t.Spec, p.Child("spec"))...)
+	if len(t.Spec.EphemeralContainers) > 0 {
+		errs = append(errs, field.Forbidden(p.Child("spec", "ephemeralContainers"), "ephemeral containers not allowed in pod template"))
+	}
+	return errs
+}
+
+func validatePodSpec(s *corev1.PodSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if s.TerminationGracePeriodSeconds == nil {
+		errs = append(errs, field.Required(p.Child("terminationGracePeriodSeconds"), ""))
+	}
+	vols, verrs := validateVolumes(s.Volumes, p.Child("volumes"))
+	errs = append(errs, verrs...)
+	cp := p.Child("containers")
+	if len(s.Containers) == 0 {
+		errs = append(errs, field.Required(cp, ""))
+	}
+	names := sets.New[string]()
+	for i := range s.Containers {
+		c := &s.Containers[i]
+		errs = append(errs, validateContainer(c, vols, cp.Index(i))...)
+		if names.Has(c.Name) {
+			errs = append(errs, field.Duplicate(cp.Index(i).Child("name"), c.Name))
+		}
+		names.Insert(c.Name)
+		if c.RestartPolicy != nil {
+			errs = append(errs, field.Forbidden(cp.Index(i).Child("restartPolicy"), "may not be set for non-init containers"))
+		}
+	}
+	ip := p.Child("initContainers")
+	for i := range s.InitContainers {
+		c := &s.InitContainers[i]
+		errs = append(errs, validateContainer(c, vols, ip.Index(i))...)
+		if names.Has(c.Name) {
+			errs = append(errs, field.Duplicate(ip.Index(i).Child("name"), c.Name))
+		}
+		names.Insert(c.Name)
+	}
+	errs = append(errs, supported(p.Child("restartPolicy"), s.RestartPolicy, corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)...)
+	if s.DNSPolicy == "" {
+		errs = append(errs, field.Required(p.Child("dnsPolicy"), ""))
+	} else if !sets.New(corev1.DNSClusterFirstWithHostNet, corev1.DNSClusterFirst, corev1.DNSDefault, corev1.DNSNone).Has(s.DNSPolicy) {
+		errs = append(errs, field.NotSupported(p.Child("dnsPolicy"), &s.DNSPolicy,
+			[]corev1.DNSPolicy{corev1.DNSClusterFirstWithHostNet, corev1.DNSClusterFirst, corev1.DNSDefault, corev1.DNSNone}))
+	}
+	errs = append(errs, metav1validation.ValidateLabels(s.NodeSelector, p.Child("nodeSelector"))...)
+	for i, ps := range s.ImagePullSecrets {
+		if ps.Name == "" {
+			errs = append(errs, field.Required(p.Child("imagePullSecrets").Index(i).Child("name"), ""))
+		}
+	}
+	if s.ServiceAccountName != "" {
+		for _, msg := range apivalidation.ValidateServiceAccountName(s.ServiceAccountName, false) {
+			errs = append(errs, field.Invalid(p.Child("serviceAccountName"), s.ServiceAccountName, msg))
+		}
+	}
+	if s.DeprecatedServiceAccount != s.ServiceAccountName { //nolint:staticcheck // kube keeps the alias in sync
+		errs = append(errs, field.Invalid(p.Child("deprecatedServiceAccount"), s.DeprecatedServiceAccount, //nolint:staticcheck // as above
+			fmt.Sprintf("must be the same as serviceAccountName: %q", s.ServiceAccountName)))
+	}
+	if s.NodeName != "" {
+		for _, msg := range apivalidation.NameIsDNSSubdomain(s.NodeName, false) {
+			errs = append(errs, field.Invalid(p.Child("nodeName"), s.NodeName, msg))
+		}
+	}
+	if d := s.ActiveDeadlineSeconds; d != nil && (*d < 1 || *d > math.MaxInt32) {
+		errs = append(errs, field.Invalid(p.Child("activeDeadlineSeconds"), *d, validation.InclusiveRangeError(1, math.MaxInt32)))
+	}
+	for _, f := range []struct{ name, v string }{{"hostname", s.Hostname}, {"subdomain", s.Subdomain}} {
+		if f.v != "" {
+			errs = append(errs, dns1123Label(f.v, p.Child(f.name))...)
+		}
+	}
+	errs = append(errs, validateTolerations(s.Tolerations, p.Child("tolerations"))...)
+	if s.PriorityClassName != "" {
+		for _, msg := range apivalidation.NameIsDNSSubdomain(s.PriorityClassName, false) {
+			errs = append(errs, field.Invalid(p.Child("priorityClassName"), s.PriorityClassName, msg))
+		}
+	}
+	return errs
+}
+
+// volumeSources are a volume's source fields in the order kube checks them.
+var volumeSources = []string{"EmptyDir", "HostPath", "GitRepo", "GCEPersistentDisk", "AWSElasticBlockStore", "Secret", "NFS", "ISCSI",
+	"Glusterfs", "Flocker", "PersistentVolumeClaim", "RBD", "Cinder", "CephFS", "Quobyte", "DownwardAPI", "FC", "FlexVolume", "ConfigMap",
+	"AzureFile", "VsphereVolume", "PhotonPersistentDisk", "PortworxVolume", "AzureDisk", "StorageOS", "Projected", "ScaleIO", "CSI",
+	"Ephemeral", "Image"}
+
+func validateVolumes(volumes []corev1.Volume, p *field.Path) (sets.Set[string], field.ErrorList) {
+	var errs field.ErrorList
+	names := sets.New[string]()
+	for i := range volumes {
+		v := &volumes[i]
+		vp := p.Index(i)
+		el := validateVolumeSource(&v.VolumeSource, vp)
+		np := vp.Child("name")
+		if v.Name == "" {
+			el = append(el, field.Required(np, ""))
+		} else {
+			el = append(el, dns1123Label(v.Name, np)...)
+		}
+		if names.Has(v.Name) {
+			el = append(el, field.Duplicate(np, v.Name))
+		}
+		if len(el) == 0 {
+			names.Insert(v.Name)
+		}
+		errs = append(errs, el...)
+	}
+	return names, errs
+}
+
+func validateVolumeSource(vs *corev1.VolumeSource, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	v := reflect.ValueOf(vs).Elem()
+	found := 0
+	for _, name := range volumeSources {
+		f := v.FieldByName(name)
+		if f.IsNil() {
+			continue
+		}
+		sf, _ := v.Type().FieldByName(name)
+		fp := p.Child(strings.Split(sf.Tag.Get("json"), ",")[0])
+		if found > 0 {
+			errs = append(errs, field.Forbidden(fp, "may not specify more than 1 volume type"))
+			continue
+		}
+		found++
+		switch s := f.Interface().(type) {
+		case *corev1.HostPathVolumeSource:
+			if s.Path == "" {
+				errs = append(errs, field.Required(fp.Child("path"), ""))
+			}
+		case *corev1.SecretVolumeSource:
+			if s.SecretName == "" {
+				errs = append(errs, field.Required(fp.Child("secretName"), ""))
+			}
+			errs = append(errs, validateFileMode(s.DefaultMode, fp)...)
+		case *corev1.ConfigMapVolumeSource:
+			if s.Name == "" {
+				errs = append(errs, field.Required(fp.Child("name"), ""))
+			}
+			errs = append(errs, validateFileMode(s.DefaultMode, fp)...)
+		case *corev1.PersistentVolumeClaimVolumeSource:
+			if s.ClaimName == "" {
+				errs = append(errs, field.Required(fp.Child("claimName"), ""))
+			}
+		case *corev1.NFSVolumeSource:
+			if s.Server == "" {
+				errs = append(errs, field.Required(fp.Child("server"), ""))
+			}
+			if s.Path == "" {
+				errs = append(errs, field.Required(fp.Child("path"), ""))
+			}
+		case *corev1.CSIVolumeSource:
+			if s.Driver == "" {
+				errs = append(errs, field.Required(fp.Child("driver"), ""))
+			}
+		}
+	}
+	if found == 0 {
+		errs = append(errs, field.Required(p, "must specify a volume type"))
+	}
+	return errs
+}
+
+func validateFileMode(mode *int32, p *field.Path) field.ErrorList {
+	if mode != nil && (*mode > 0o777 || *mode < 0) {
+		return field.ErrorList{field.Invalid(p.Child("defaultMode"), *mode, "must be a number between 0 and 0777 (octal), both inclusive")}
+	}
+	return nil
+}
+
+func validateContainer(c *corev1.Container, volumes sets.Set[string], p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if c.Name == "" {
+		errs = append(errs, field.Required(p.Child("name"), ""))
+	} else {
+		errs = append(errs, dns1123Label(c.Name, p.Child("name"))...)
+	}
+	if c.Image == "" {
+		errs = append(errs, field.Required(p.Child("image"), ""))
+	}
+	errs = append(errs, supported(p.Child("terminationMessagePolicy"), c.TerminationMessagePolicy,
+		corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError)...)
+	portNames := sets.New[string]()
+	for i, port := range c.Ports {
+		pp := p.Child("ports").Index(i)
+		if port.Name != "" {
+			if msgs := validation.IsValidPortName(port.Name); len(msgs) > 0 {
+				for _, msg := range msgs {
+					errs = append(errs, field.Invalid(pp.Child("name"), port.Name, msg))
+				}
+			} else if portNames.Has(port.Name) {
+				errs = append(errs, field.Duplicate(pp.Child("name"), port.Name))
+			} else {
+				portNames.Insert(port.Name)
+			}
+		}
+		if port.ContainerPort == 0 {
+			errs = append(errs, field.Required(pp.Child("containerPort"), ""))
+		} else {
+			for _, msg := range validation.IsValidPortNum(int(port.ContainerPort)) {
+				errs = append(errs, field.Invalid(pp.Child("containerPort"), port.ContainerPort, msg))
+			}
+		}
+		if port.HostPort != 0 {
+			for _, msg := range validation.IsValidPortNum(int(port.HostPort)) {
+				errs = append(errs, field.Invalid(pp.Child("hostPort"), port.HostPort, msg))
+			}
+		}
+		errs = append(errs, supported(pp.Child("protocol"), port.Protocol, corev1.ProtocolSCTP, corev1.ProtocolTCP, corev1.ProtocolUDP)...)
+	}
+	for i, ev := range c.Env {
+		np := p.Child("env").Index(i).Child("name")
+		if ev.Name == "" {
+			errs = append(errs, field.Required(np, ""))
+			continue
+		}
+		for _, msg := range validation.IsRelaxedEnvVarName(ev.Name) {
+			errs = append(errs, field.Invalid(np, ev.Name, msg))
+		}
+	}
+	mountPaths := sets.New[string]()
+	for i, m := range c.VolumeMounts {
+		mp := p.Child("volumeMounts").Index(i)
+		if m.Name == "" {
+			errs = append(errs, field.Required(mp.Child("name"), ""))
+		}
+		if !volumes.Has(m.Name) {
+			errs = append(errs, field.NotFound(mp.Child("name"), m.Name))
+		}
+		if m.MountPath == "" {
+			errs = append(errs, field.Required(mp.Child("mountPath"), ""))
+		}
+		if mountPaths.Has(m.MountPath) {
+			errs = append(errs, field.Invalid(mp.Child("mountPath"), m.MountPath, "must be unique"))
+		}
+		mountPaths.Insert(m.MountPath)
+	}
+	errs = append(errs, supported(p.Child("imagePullPolicy"), c.ImagePullPolicy, corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever)...)
+	errs = append(errs, validateResources(&c.Resources, p.Child("resources"))...)
+	return errs
+}
+
+// validateResources checks a container's requests against its limits, as kube does.
+func validateResources(r *corev1.ResourceRequirements, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	reqPath := p.Child("requests")
+	for _, name := range sortedResourceNames(r.Requests) {
+		q := r.Requests[name]
+		if q.Sign() < 0 {
+			errs = append(errs, field.Invalid(reqPath.Key(string(name)), q.String(), "must be greater than or equal to 0"))
+		}
+		lim, ok := r.Limits[name]
+		overcommit := !strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) && !isExtendedResource(name)
+		switch {
+		case ok && q.Cmp(lim) != 0 && !overcommit:
+			errs = append(errs, field.Invalid(reqPath, q.String(), fmt.Sprintf("must be equal to %s limit of %s", name, lim.String())))
+		case ok && q.Cmp(lim) > 0:
+			errs = append(errs, field.Invalid(reqPath, q.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, lim.String())))
+		case !ok && !overcommit:
+			errs = append(errs, field.Required(p.Child("limits"), "Limit must be set for non overcommitable resources"))
+		}
+	}
+	for _, name := range sortedResourceNames(r.Limits) {
+		if q := r.Limits[name]; q.Sign() < 0 {
+			errs = append(errs, field.Invalid(p.Child("limits").Key(string(name)), q.String(), "must be greater than or equal to 0"))
+		}
+	}
+	return errs
+}
+
+// isExtendedResource: a domain-prefixed resource outside kubernetes.io and requests.*.
+func isExtendedResource(name corev1.ResourceName) bool {
+	s := string(name)
+	if !strings.Contains(s, "/") || strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix) {
+		return false
+	}
+	domain := s[:strings.Index(s, "/")]
+	return domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io")
+}
+
+func sortedResourceNames(l corev1.ResourceList) []corev1.ResourceName {
+	return sets.List(sets.KeySet(l))
+}
+
+// supported requires v and checks it is one of values (listed as given: kube lists some sorted).
+func supported[T ~string](p *field.Path, v T, values ...T) field.ErrorList {
+	if v == "" {
+		return field.ErrorList{field.Required(p, "")}
+	}
+	for _, s := range values {
+		if v == s {
+			return nil
+		}
+	}
+	return field.ErrorList{field.NotSupported(p, v, values)}
+}
+
+// validateLabelSelector is kube's label selector validation.
+func validateLabelSelector(s *metav1.LabelSelector, p *field.Path) field.ErrorList {
+	return metav1validation.ValidateLabelSelector(s, metav1validation.LabelSelectorValidationOptions{}, p)
+}
+
+// containerCells are the Containers and Images cells of a workload's wide output.
+func containerCells(cs []corev1.Container) (names, images string) {
+	var n, im []string
+	for _, c := range cs {
+		n, im = append(n, c.Name), append(im, c.Image)
+	}
+	return strings.Join(n, ","), strings.Join(im, ",")
+}
+
+func dns1123Label(v string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(v) {
+		errs = append(errs, field.Invalid(p, v, msg))
+	}
+	return errs
+}
+
+func dnsSubdomain(v string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(v) {
+		errs = append(errs, field.Invalid(p, v, msg))
+	}
+	return errs
+}
+
+func qualifiedName(v string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsQualifiedName(v) {
+		errs = append(errs, field.Invalid(p, v, msg))
+	}
+	return errs
+}
