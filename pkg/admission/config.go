@@ -26,10 +26,10 @@ import (
 func MutatingWebhookConfigurations() *registry.Resource {
 	return &registry.Resource{GroupVersion: admissionregistrationv1.SchemeGroupVersion,
 		Name: "mutatingwebhookconfigurations", SingularName: "mutatingwebhookconfiguration", Kind: "MutatingWebhookConfiguration",
-		Categories:       []string{"api-extensions"},
-		New:              func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} },
-		NewList:          func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfigurationList{} },
-		Default: func(o runtime.Object) { defaultMutating(o.(*admissionregistrationv1.MutatingWebhookConfiguration)) },
+		Categories: []string{"api-extensions"},
+		New:        func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} },
+		NewList:    func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfigurationList{} },
+		Default:    func(o runtime.Object) { defaultMutating(o.(*admissionregistrationv1.MutatingWebhookConfiguration)) },
 		Validate: func(o runtime.Object) field.ErrorList {
 			return validateMutating(o.(*admissionregistrationv1.MutatingWebhookConfiguration), nil)
 		},
@@ -47,10 +47,10 @@ func MutatingWebhookConfigurations() *registry.Resource {
 func ValidatingWebhookConfigurations() *registry.Resource {
 	return &registry.Resource{GroupVersion: admissionregistrationv1.SchemeGroupVersion,
 		Name: "validatingwebhookconfigurations", SingularName: "validatingwebhookconfiguration", Kind: "ValidatingWebhookConfiguration",
-		Categories:       []string{"api-extensions"},
-		New:              func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} },
-		NewList:          func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfigurationList{} },
-		Default: func(o runtime.Object) { defaultValidating(o.(*admissionregistrationv1.ValidatingWebhookConfiguration)) },
+		Categories: []string{"api-extensions"},
+		New:        func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} },
+		NewList:    func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfigurationList{} },
+		Default:    func(o runtime.Object) { defaultValidating(o.(*admissionregistrationv1.ValidatingWebhookConfiguration)) },
 		Validate: func(o runtime.Object) field.ErrorList {
 			return validateValidating(o.(*admissionregistrationv1.ValidatingWebhookConfiguration), nil)
 		},

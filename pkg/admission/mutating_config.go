@@ -24,8 +24,8 @@ func MutatingAdmissionPolicies() *registry.Resource {
 	return &registry.Resource{GroupVersion: admissionregistrationv1.SchemeGroupVersion,
 		Name: "mutatingadmissionpolicies", SingularName: "mutatingadmissionpolicy", Kind: "MutatingAdmissionPolicy",
 		Categories: []string{"api-extensions"}, HasSpec: true,
-		New:              func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicy{} },
-		NewList:          func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicyList{} },
+		New:     func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicy{} },
+		NewList: func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicyList{} },
 		Default: func(o runtime.Object) { defaultMutatingPolicy(o.(*admissionregistrationv1.MutatingAdmissionPolicy)) },
 		Validate: func(o runtime.Object) field.ErrorList {
 			return validateMutatingPolicy(o.(*admissionregistrationv1.MutatingAdmissionPolicy), nil)

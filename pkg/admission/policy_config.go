@@ -29,8 +29,8 @@ func ValidatingAdmissionPolicies() *registry.Resource {
 	return &registry.Resource{GroupVersion: admissionregistrationv1.SchemeGroupVersion,
 		Name: "validatingadmissionpolicies", SingularName: "validatingadmissionpolicy", Kind: "ValidatingAdmissionPolicy",
 		Categories: []string{"api-extensions"}, Subresources: []string{"status"}, HasSpec: true,
-		New:              func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicy{} },
-		NewList:          func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyList{} },
+		New:     func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicy{} },
+		NewList: func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyList{} },
 		Default: func(o runtime.Object) { defaultPolicy(o.(*admissionregistrationv1.ValidatingAdmissionPolicy)) },
 		Validate: func(o runtime.Object) field.ErrorList {
 			return validatePolicy(o.(*admissionregistrationv1.ValidatingAdmissionPolicy), nil)
@@ -54,8 +54,8 @@ func ValidatingAdmissionPolicyBindings() *registry.Resource {
 	return &registry.Resource{GroupVersion: admissionregistrationv1.SchemeGroupVersion,
 		Name: "validatingadmissionpolicybindings", SingularName: "validatingadmissionpolicybinding", Kind: "ValidatingAdmissionPolicyBinding",
 		Categories: []string{"api-extensions"}, HasSpec: true,
-		New:              func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{} },
-		NewList:          func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{} },
+		New:     func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{} },
+		NewList: func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{} },
 		Default: func(o runtime.Object) { defaultBinding(o.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding)) },
 		Validate: func(o runtime.Object) field.ErrorList {
 			return validateBinding(o.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding))

@@ -122,7 +122,7 @@ func deploymentsResource() *Resource {
 	return &Resource{GroupVersion: appsv1.SchemeGroupVersion, Name: "deployments", SingularName: "deployment",
 		Kind: "Deployment", Namespaced: true, Subresources: []string{"scale", "status"}, HasSpec: true,
 		New: newObj[appsv1.Deployment](), NewList: newObj[appsv1.DeploymentList](),
-		PrepareForCreate: func(o runtime.Object) {
+		Default: func(o runtime.Object) {
 			d := o.(*appsv1.Deployment)
 			if d.Spec.Replicas == nil {
 				one := int32(1)

@@ -61,7 +61,9 @@ func certificateSigningRequests() *registry.Resource {
 				}
 			}
 		},
-		Validate: func(o runtime.Object) field.ErrorList { return validateCSR(o.(*certificatesv1.CertificateSigningRequest)) },
+		Validate: func(o runtime.Object) field.ErrorList {
+			return validateCSR(o.(*certificatesv1.CertificateSigningRequest))
+		},
 		ValidateUpdate: func(o, old runtime.Object) field.ErrorList {
 			csr, prev := o.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest)
 			var errs field.ErrorList

@@ -23,7 +23,9 @@ func ingresses() *registry.Resource {
 	return &registry.Resource{GroupVersion: networkingv1.SchemeGroupVersion, Name: "ingresses", SingularName: "ingress", Kind: "Ingress",
 		Namespaced: true, ShortNames: []string{"ing"}, Subresources: []string{"status"}, HasSpec: true,
 		New: obj[networkingv1.Ingress](), NewList: obj[networkingv1.IngressList](),
-		Validate: func(o runtime.Object) field.ErrorList { return validateIngressSpec(&o.(*networkingv1.Ingress).Spec, field.NewPath("spec")) },
+		Validate: func(o runtime.Object) field.ErrorList {
+			return validateIngressSpec(&o.(*networkingv1.Ingress).Spec, field.NewPath("spec"))
+		},
 		Columns: []metav1.TableColumnDefinition{
 			col("Class", "string", "The name of the IngressClass resource that should be used for additional configuration"),
 			col("Hosts", "string", "Hosts that incoming requests are matched against before the ingress rule"),
