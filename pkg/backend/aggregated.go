@@ -13,8 +13,14 @@ func subresourceVerbs(name string) []string {
 	switch name {
 	case "finalize":
 		return []string{"update"}
-	case "token":
+	case "token", "binding", "eviction":
 		return []string{"create"}
+	case "attach", "exec", "portforward":
+		return []string{"create", "get"}
+	case "log":
+		return []string{"get"}
+	case "proxy":
+		return []string{"create", "delete", "get", "patch", "update"}
 	}
 	return []string{"get", "patch", "update"}
 }
@@ -25,6 +31,12 @@ func subresourceKind(name, kind string) *metav1.GroupVersionKind {
 		return &metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
 	case "token": // serviceaccounts/token, answered by the gateway
 		return &metav1.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}
+	case "binding":
+		return &metav1.GroupVersionKind{Kind: "Binding"}
+	case "eviction":
+		return &metav1.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}
+	case "attach", "exec", "portforward", "proxy": // answered by the gateway: PodExecOptions, NodeProxyOptions, ...
+		return &metav1.GroupVersionKind{Kind: kind + map[string]string{"attach": "Attach", "exec": "Exec", "portforward": "PortForward", "proxy": "Proxy"}[name] + "Options"}
 	}
 	return &metav1.GroupVersionKind{Kind: kind}
 }

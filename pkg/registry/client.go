@@ -3,6 +3,7 @@ package registry
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"time"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
@@ -18,7 +19,10 @@ import (
 // objects: Go values, through the REST semantics the ResourceService applies (finalizers,
 // graceful deletion, propagation policies, optimistic concurrency), with nothing encoded on
 // the way.
-type Client struct{ h *Handler }
+type Client struct {
+	h      *Handler
+	dryRun bool // an action's client of a dry-run request writes nothing
+}
 
 // NewClient returns a client of h's resources.
 func NewClient(h *Handler) *Client { return &Client{h: h} }
@@ -28,7 +32,7 @@ func NewClient(h *Handler) *Client { return &Client{h: h} }
 func (c *Client) Resources() []*Resource {
 	out := make([]*Resource, 0, len(c.h.set.Load().order))
 	for _, r := range c.h.set.Load().order {
-		if !r.Review {
+		if r.stored() {
 			out = append(out, r)
 		}
 	}
@@ -38,7 +42,7 @@ func (c *Client) Resources() []*Resource {
 // Lookup finds a stored resource h serves.
 func (c *Client) Lookup(gvr schema.GroupVersionResource) (*Resource, bool) {
 	r, ok := c.h.set.Load().Lookup(gvr)
-	return r, ok && !r.Review
+	return r, ok && r.stored()
 }
 
 // List reads r's objects in namespace ("" for all namespaces) that match fieldSelector, as
@@ -74,7 +78,7 @@ func (c *Client) Get(ctx context.Context, r *Resource, namespace, name string) (
 
 // Create creates obj in namespace as a POST does (defaulting, validation, field managers).
 func (c *Client) Create(ctx context.Context, r *Resource, namespace string, obj runtime.Object) error {
-	_, err := c.h.create(ctx, r, namespace, obj, false)
+	_, err := c.h.create(ctx, r, namespace, obj, c.dryRun)
 	return err
 }
 
@@ -82,7 +86,7 @@ func (c *Client) Create(ctx context.Context, r *Resource, namespace string, obj 
 // propagation policy adds) hold it and preconditions guard it; opts may be nil. deleted
 // reports whether it is gone rather than marked for deletion.
 func (c *Client) Delete(ctx context.Context, r *Resource, namespace, name string, opts *metav1.DeleteOptions) (deleted bool, err error) {
-	_, deleted, err = c.h.delete(ctx, r, objectRef(r, namespace, name), opts, false)
+	_, deleted, err = c.h.delete(ctx, r, objectRef(r, namespace, name), opts, c.dryRun)
 	return deleted, err
 }
 
@@ -91,16 +95,27 @@ func (c *Client) Delete(ctx context.Context, r *Resource, namespace, name string
 // current object (kube's unconditional update); removing the last finalizer of an object
 // being deleted deletes it.
 func (c *Client) Update(ctx context.Context, r *Resource, namespace, name, subresource string, mutate func(obj runtime.Object)) error {
+	_, err := c.Modify(ctx, r, namespace, name, subresource, func(obj runtime.Object) error {
+		mutate(obj)
+		return nil
+	})
+	return err
+}
+
+// Modify is Update with a mutate that can refuse the change (its error is returned) and the
+// object written returned.
+func (c *Client) Modify(ctx context.Context, r *Resource, namespace, name, subresource string, mutate func(obj runtime.Object) error) (runtime.Object, error) {
 	ref := objectRef(r, namespace, name)
 	ref.Subresource = subresource
-	_, err := c.h.update(ctx, r, ref, false, func(current runtime.Object) (runtime.Object, error) {
-		mutate(current)
+	return c.h.update(ctx, r, ref, c.dryRun, func(current runtime.Object) (runtime.Object, error) {
+		if err := mutate(current); err != nil {
+			return nil, err
+		}
 		if acc, err := meta.Accessor(current); err == nil {
 			acc.SetResourceVersion("") // unconditional
 		}
 		return current, nil
 	})
-	return err
 }
 
 // ReplaceStatus writes obj's status if the stored object is still at obj's resourceVersion
@@ -201,5 +216,44 @@ func (c *Client) Reconcile(ctx context.Context, r *Resource, resync time.Duratio
 			}
 		case <-t.C:
 		}
+	}
+}
+
+// Rewrite changes the stored object with mutate and writes it as it is, conditional on the
+// revision read and retried when that lost a race: kube's GuaranteedUpdate, for writes that
+// bypass admission and the update strategy (a pod's binding sets spec.nodeName and a status
+// condition at once). mutate's error is returned as it is.
+func (c *Client) Rewrite(ctx context.Context, r *Resource, namespace, name string, mutate func(obj runtime.Object) error) (runtime.Object, error) {
+	key := key(r, namespace, name)
+	for {
+		kv, _, err := c.h.store.Get(ctx, key, 0)
+		if err != nil {
+			return nil, storeError(err, r.GroupResource(), name)
+		}
+		obj, err := c.h.decodeStored(r, kv.Value, kv.ModRevision)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		if err := mutate(obj); err != nil {
+			return nil, err
+		}
+		if c.dryRun {
+			return obj, nil
+		}
+		data, err := c.h.encodeStored(r, obj)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		rev, err := c.h.store.Update(ctx, key, data, kv.ModRevision)
+		if err == storage.ErrConflict {
+			continue
+		}
+		if err != nil {
+			return nil, storeError(err, r.GroupResource(), name)
+		}
+		if acc, err := meta.Accessor(obj); err == nil {
+			acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+		}
+		return obj, nil
 	}
 }

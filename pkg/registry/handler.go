@@ -3,6 +3,8 @@ package registry
 import (
 	"context"
 	"errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,17 +55,20 @@ func (h *Handler) Resources() *Set { return h.set.Load() }
 
 // lookup finds the resource of a request; one this backend does not serve is "not served",
 // so the gateway asks the next delegate.
-func (h *Handler) lookup(ref *resourcev1.ResourceRef, allowSub ...string) (*Resource, error) {
+func (h *Handler) lookup(ref *resourcev1.ResourceRef, verb string, allowSub ...string) (*Resource, error) {
 	gvr := schema.GroupVersionResource{Group: ref.GetGroup(), Version: ref.GetVersion(), Resource: ref.GetResource()}
 	r, ok := h.set.Load().Lookup(gvr)
 	if !ok {
 		return nil, rpcstatus.NotServed(gvr.String())
 	}
+	if ref.GetSubresource() == "" && !slices.Contains(r.Verbs(), verb) {
+		return nil, methodNotAllowed()
+	}
 	if r.Review {
 		return nil, apierrors.NewMethodNotSupported(r.GroupResource(), "this review is answered by the gateway")
 	}
 	if sub := ref.GetSubresource(); sub != "" {
-		allowed := false
+		allowed := (verb == "create" && r.Actions[sub] != nil || verb != "create" && r.Merges[sub] != nil) && r.hasSubresource(sub)
 		for _, a := range allowSub {
 			allowed = allowed || (a == sub && r.hasSubresource(sub))
 		}
@@ -106,7 +111,7 @@ func (h *Handler) convert(r *Resource, obj runtime.Object, out output) (runtime.
 
 // Get reads one object (or its status or scale) at the request's resourceVersion.
 func (h *Handler) Get(ctx context.Context, req *resourcev1.GetRequest) (*resourcev1.GetResponse, error) {
-	r, err := h.lookup(req.GetRef(), "status", "scale", "approval")
+	r, err := h.lookup(req.GetRef(), "get", "status", "scale")
 	if err != nil {
 		return nil, toGRPC(err)
 	}
@@ -132,6 +137,18 @@ func (h *Handler) Get(ctx context.Context, req *resourcev1.GetRequest) (*resourc
 // otherwise etcd serves its latest unless rv is ahead of it. Since the latest is never too
 // old, a GET has no 410 Gone.
 func (h *Handler) get(ctx context.Context, r *Resource, namespace, name, rv string) (runtime.Object, error) {
+	if r.Computed != nil {
+		items, err := r.Computed(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range items {
+			if acc, err := meta.Accessor(o); err == nil && acc.GetName() == name {
+				return o, nil
+			}
+		}
+		return nil, apierrors.NewNotFound(r.GroupResource(), name)
+	}
 	if rv != "" { // "" is a quorum read from etcd, as in kube
 		if c := h.cache(r); c != nil {
 			if obj, err := c.get(ctx, namespace, name, rv); err != errCacheNotReady {

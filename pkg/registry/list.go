@@ -131,6 +131,10 @@ type listResult struct {
 
 // list reads matching objects under one namespace (or all) as one consistent snapshot page.
 func (h *Handler) list(ctx context.Context, r *Resource, namespace string, opts *resourcev1.ListOptions, limit int64, cont string) (*listResult, error) {
+	if r.Computed != nil {
+		items, err := r.Computed(ctx)
+		return &listResult{items: items}, err
+	}
 	sel, err := parseSelector(r, opts)
 	if err != nil {
 		return nil, err
@@ -208,7 +212,7 @@ func (h *Handler) list(ctx context.Context, r *Resource, namespace string, opts 
 
 // List reads a collection.
 func (h *Handler) List(ctx context.Context, req *resourcev1.ListRequest) (*resourcev1.ListResponse, error) {
-	r, err := h.lookup(req.GetRef())
+	r, err := h.lookup(req.GetRef(), "list")
 	if err != nil {
 		return nil, toGRPC(err)
 	}
@@ -227,7 +231,9 @@ func (h *Handler) List(ctx context.Context, req *resourcev1.ListRequest) (*resou
 	if err != nil {
 		return nil, toGRPC(apierrors.NewInternalError(err))
 	}
-	lacc.SetResourceVersion(strconv.FormatInt(res.revision, 10))
+	if res.revision != 0 { // a computed list has none
+		lacc.SetResourceVersion(strconv.FormatInt(res.revision, 10))
+	}
 	lacc.SetContinue(res.cont)
 	lacc.SetRemainingItemCount(res.remaining)
 	list.GetObjectKind().SetGroupVersionKind(r.GroupVersion.WithKind(r.Kind + "List"))

@@ -136,21 +136,7 @@ func resetField(obj runtime.Object, name string) {
 }
 
 // copyField copies a top-level struct field by name from src to dst.
-// A typed object's nested field is named by its path (copyField(dst, src, "Status", "Conditions")).
-func copyField(dst, src runtime.Object, name string, nested ...string) {
-	if len(nested) > 0 {
-		d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem()
-		for _, n := range append([]string{name}, nested...) {
-			if d.Kind() != reflect.Struct || s.Kind() != reflect.Struct {
-				return
-			}
-			d, s = d.FieldByName(n), s.FieldByName(n)
-		}
-		if d.IsValid() && s.IsValid() && d.CanSet() {
-			d.Set(s)
-		}
-		return
-	}
+func copyField(dst, src runtime.Object, name string) {
 	if d, key, ok := unstructuredField(dst, name); ok {
 		if s, _, ok := unstructuredField(src, name); ok {
 			if v, found := s[key]; found {

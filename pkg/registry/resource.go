@@ -28,8 +28,22 @@ type Resource struct {
 	Namespaced   bool
 	ShortNames   []string
 	Categories   []string
-	// Subresources the kind has: "status", "scale", "finalize" served here; others ("token") are
-	// only listed in discovery for the gateway to answer.
+	// VerbsServed, when set, are the only verbs served on the resource (kube serves no
+	// deletecollection on namespaces); the default is all eight, or create for a review.
+	VerbsServed []string
+	// Actions are creates served by functions, by subresource ("" for a resource that stores
+	// nothing, whose only verb is create).
+	Actions map[string]*Action
+	// Merges are subresources that change part of an object (get, update and patch serve
+	// them): each copies its part from the client's object into a copy of the current one (a
+	// pod's ephemeralcontainers and resize, a CSR's approval).
+	Merges map[string]func(next, changed runtime.Object)
+	// Computed, when set, makes the resource read-only and unstored: get and list answer what
+	// it returns (kube's componentstatuses).
+	Computed func(ctx context.Context) ([]runtime.Object, error)
+	// Subresources the kind has: "status", "scale", "finalize", the merges and the actions are
+	// served here; others ("token", "exec") are only listed in discovery for the gateway to
+	// answer.
 	Subresources []string
 
 	New     func() runtime.Object
@@ -125,10 +139,22 @@ func (r *Resource) GroupResource() schema.GroupResource {
 
 // Verbs are the verbs served on the resource.
 func (r *Resource) Verbs() []string {
-	if r.Review {
+	if r.VerbsServed != nil {
+		return r.VerbsServed
+	}
+	switch {
+	case r.Review || r.Actions[""] != nil:
 		return []string{"create"}
+	case r.Computed != nil:
+		return []string{"get", "list"}
 	}
 	return []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+}
+
+// stored: the resource's objects live in storage (not a review, an action-only resource or a
+// computed one).
+func (r *Resource) stored() bool {
+	return !r.Review && r.Actions[""] == nil && r.Computed == nil
 }
 
 func (r *Resource) hasSubresource(name string) bool {

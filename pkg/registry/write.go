@@ -83,9 +83,13 @@ func validateFieldValidation(v string) error {
 
 // Create makes an object.
 func (h *Handler) Create(ctx context.Context, req *resourcev1.CreateRequest) (*resourcev1.CreateResponse, error) {
-	r, err := h.lookup(req.GetRef())
+	r, err := h.lookup(req.GetRef(), "create")
 	if err != nil {
 		return nil, toGRPC(err)
+	}
+	if a := r.Actions[req.GetRef().GetSubresource()]; a != nil {
+		resp, err := h.createAction(ctx, r, a, req)
+		return resp, toGRPC(err)
 	}
 	obj := r.New()
 	if err := h.decodeBody(ctx, r, req.GetBody(), req.GetOptions(), obj); err != nil {
@@ -192,7 +196,7 @@ func (h *Handler) admitNamespace(ctx context.Context, r *Resource, namespace, na
 
 // Update replaces an object (or its status or scale).
 func (h *Handler) Update(ctx context.Context, req *resourcev1.UpdateRequest) (*resourcev1.UpdateResponse, error) {
-	r, err := h.lookup(req.GetRef(), "status", "scale", "finalize", "approval")
+	r, err := h.lookup(req.GetRef(), "update", "status", "scale", "finalize")
 	if err != nil {
 		return nil, toGRPC(err)
 	}
@@ -355,14 +359,14 @@ func (h *Handler) merge(r *Resource, ref *resourcev1.ResourceRef, current, chang
 	case "finalize": // a namespace's spec.finalizers
 		next = current.DeepCopyObject()
 		copyField(next, changed, "Spec")
-	case "approval": // a CertificateSigningRequest's status.conditions
-		next = current.DeepCopyObject()
-		copyField(next, changed, "Status", "Conditions")
-	default:
+	case "":
 		next = changed
 		if r.hasSubresource("status") {
 			copyField(next, current, "Status")
 		}
+	default:
+		next = current.DeepCopyObject()
+		r.Merges[ref.GetSubresource()](next, changed)
 	}
 	nacc, _ := meta.Accessor(next)
 	if ref.GetSubresource() != "" {
@@ -414,7 +418,7 @@ const (
 
 // Patch changes an object with a JSON, merge or strategic merge patch.
 func (h *Handler) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*resourcev1.PatchResponse, error) {
-	r, err := h.lookup(req.GetRef(), "status", "scale", "approval")
+	r, err := h.lookup(req.GetRef(), "patch", "status", "scale")
 	if err != nil {
 		return nil, toGRPC(err)
 	}

@@ -31,7 +31,7 @@ var Service = backend.Service{Name: topology.Core, Served: Served, Setup: Setup}
 
 // Served lists the group/versions and resources core owns, legacy group first.
 func Served() []*discoveryv1.GroupVersion {
-	return registry.NewSet(builtin.Resources(nil)...).Served()
+	return registry.NewSet(builtin.Resources(builtin.Options{})...).Served()
 }
 
 // Setup installs core's resources and hooks on b.
@@ -41,7 +41,7 @@ func Setup(b *backend.Backend) error {
 		return err
 	}
 	escalation := &builtin.Escalation{}
-	set := registry.NewSet(builtin.Resources(escalation)...)
+	set := registry.NewSet(builtin.Resources(builtin.Options{Escalation: escalation, Etcd: b.Etcd})...)
 	b.SetOpenAPI(set)
 	h := registry.NewHandler(scheme, set, storage.NewStore(b.Etcd), b.Stopping())
 	h.WarmUp()

@@ -48,19 +48,15 @@ func certificateSigningRequests() *registry.Resource {
 			csr.Status = certificatesv1.CertificateSigningRequestStatus{Conditions: []certificatesv1.CertificateSigningRequestCondition{}}
 		},
 		PrepareForUpdate: func(o, old runtime.Object) {
-			csr, prev := o.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest)
-			csr.Spec = prev.Spec
-			now := metav1.Now().Rfc3339Copy()
-			for i := range csr.Status.Conditions {
-				c := &csr.Status.Conditions[i]
-				if c.LastUpdateTime.IsZero() {
-					c.LastUpdateTime = now
-				}
-				if c.LastTransitionTime.IsZero() {
-					c.LastTransitionTime = now
-				}
-			}
+			csr := o.(*certificatesv1.CertificateSigningRequest)
+			csr.Spec = old.(*certificatesv1.CertificateSigningRequest).Spec
+			stampConditions(csr)
 		},
+		Merges: map[string]func(next, changed runtime.Object){"approval": func(next, changed runtime.Object) {
+			csr := next.(*certificatesv1.CertificateSigningRequest)
+			csr.Status.Conditions = changed.(*certificatesv1.CertificateSigningRequest).Status.Conditions
+			stampConditions(csr)
+		}},
 		Validate: func(o runtime.Object) field.ErrorList {
 			return validateCSR(o.(*certificatesv1.CertificateSigningRequest))
 		},
@@ -99,6 +95,20 @@ func certificateSigningRequests() *registry.Resource {
 		FieldLabels: func(o runtime.Object) fields.Set {
 			return fields.Set{"spec.signerName": o.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}
 		},
+	}
+}
+
+// stampConditions sets the times a client left unset on the conditions, as kube does.
+func stampConditions(csr *certificatesv1.CertificateSigningRequest) {
+	now := metav1.Now().Rfc3339Copy()
+	for i := range csr.Status.Conditions {
+		c := &csr.Status.Conditions[i]
+		if c.LastUpdateTime.IsZero() {
+			c.LastUpdateTime = now
+		}
+		if c.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = now
+		}
 	}
 }
 

@@ -26,7 +26,7 @@ import (
 // kubectl create --dry-run=server -o json; APICHAIN_RECORD_KUBECONFIG=<kubeconfig> records anew).
 func TestDefaultsMatchKube(t *testing.T) {
 	byKind := map[schema.GroupVersionKind]*registry.Resource{}
-	for _, r := range Resources(nil) {
+	for _, r := range Resources(Options{}) {
 		byKind[r.GroupVersion.WithKind(r.Kind)] = r
 	}
 	manifests, _ := filepath.Glob("testdata/defaults/*.yaml")

@@ -11,7 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -224,6 +226,10 @@ var podColumns = []metav1.TableColumnDefinition{
 	col("Status", "string", "The aggregate status of the containers in this pod."),
 	col("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),
 	registry.AgeColumn,
+	wide(col("IP", "string", corev1.PodStatus{}.SwaggerDoc()["podIP"])),
+	wide(col("Node", "string", corev1.PodSpec{}.SwaggerDoc()["nodeName"])),
+	wide(col("Nominated Node", "string", corev1.PodStatus{}.SwaggerDoc()["nominatedNodeName"])),
+	wide(col("Readiness Gates", "string", corev1.PodSpec{}.SwaggerDoc()["readinessGates"])),
 }
 
 func podCells(o runtime.Object) []any {
@@ -245,7 +251,24 @@ func podCells(o runtime.Object) []any {
 	for _, c := range p.Status.ContainerStatuses {
 		restarts += int64(c.RestartCount)
 	}
-	return []any{fmt.Sprintf("%d/%d", ready, len(p.Spec.Containers)), reason, restarts, registry.AgeCell(o)}
+	ip := "<none>"
+	if len(p.Status.PodIPs) > 0 {
+		ip = p.Status.PodIPs[0].IP
+	}
+	gates := "<none>"
+	if len(p.Spec.ReadinessGates) > 0 {
+		met := 0
+		for _, g := range p.Spec.ReadinessGates {
+			for _, c := range p.Status.Conditions {
+				if c.Type == g.ConditionType && c.Status == corev1.ConditionTrue {
+					met++
+				}
+			}
+		}
+		gates = fmt.Sprintf("%d/%d", met, len(p.Spec.ReadinessGates))
+	}
+	return []any{fmt.Sprintf("%d/%d", ready, len(p.Spec.Containers)), reason, restarts, registry.AgeCell(o),
+		ip, orNone(p.Spec.NodeName), orNone(p.Status.NominatedNodeName), gates}
 }
 
 var leaseColumns = []metav1.TableColumnDefinition{col("Holder", "string", coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]), registry.AgeColumn}
@@ -263,9 +286,19 @@ func leaseCells(o runtime.Object) []any {
 
 var deploymentColumns = []metav1.TableColumnDefinition{
 	col("Ready", "string", "Number of the pod with ready state"),
-	col("Up-to-date", "integer", appsv1.DeploymentStatus{}.SwaggerDoc()["updatedReplicas"]),
-	col("Available", "integer", appsv1.DeploymentStatus{}.SwaggerDoc()["availableReplicas"]),
+	col("Up-to-date", "string", appsv1.DeploymentStatus{}.SwaggerDoc()["updatedReplicas"]),
+	col("Available", "string", appsv1.DeploymentStatus{}.SwaggerDoc()["availableReplicas"]),
 	registry.AgeColumn,
+	wide(col("Containers", "string", "Names of each container in the template.")),
+	wide(col("Images", "string", "Images referenced by each container in the template.")),
+	wide(col("Selector", "string", appsv1.DeploymentSpec{}.SwaggerDoc()["selector"])),
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
 }
 
 func replicas(p *int32) int32 {
@@ -277,8 +310,9 @@ func replicas(p *int32) int32 {
 
 func deploymentCells(o runtime.Object) []any {
 	d := o.(*appsv1.Deployment)
+	names, images := containerCells(d.Spec.Template.Spec.Containers)
 	return []any{fmt.Sprintf("%d/%d", d.Status.ReadyReplicas, replicas(d.Spec.Replicas)), int64(d.Status.UpdatedReplicas),
-		int64(d.Status.AvailableReplicas), registry.AgeCell(o)}
+		int64(d.Status.AvailableReplicas), registry.AgeCell(o), names, images, metav1.FormatLabelSelector(d.Spec.Selector)}
 }
 
 var replicaSetColumns = []metav1.TableColumnDefinition{
@@ -286,21 +320,29 @@ var replicaSetColumns = []metav1.TableColumnDefinition{
 	col("Current", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["replicas"]),
 	col("Ready", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["readyReplicas"]),
 	registry.AgeColumn,
+	wide(col("Containers", "string", "Names of each container in the template.")),
+	wide(col("Images", "string", "Images referenced by each container in the template.")),
+	wide(col("Selector", "string", appsv1.ReplicaSetSpec{}.SwaggerDoc()["selector"])),
 }
 
 func replicaSetCells(o runtime.Object) []any {
 	r := o.(*appsv1.ReplicaSet)
-	return []any{int64(replicas(r.Spec.Replicas)), int64(r.Status.Replicas), int64(r.Status.ReadyReplicas), registry.AgeCell(o)}
+	names, images := containerCells(r.Spec.Template.Spec.Containers)
+	return []any{int64(replicas(r.Spec.Replicas)), int64(r.Status.Replicas), int64(r.Status.ReadyReplicas), registry.AgeCell(o),
+		names, images, metav1.FormatLabelSelector(r.Spec.Selector)}
 }
 
 var statefulSetColumns = []metav1.TableColumnDefinition{
 	col("Ready", "string", "Number of the pod with ready state"),
 	registry.AgeColumn,
+	wide(col("Containers", "string", "Names of each container in the template.")),
+	wide(col("Images", "string", "Images referenced by each container in the template.")),
 }
 
 func statefulSetCells(o runtime.Object) []any {
 	s := o.(*appsv1.StatefulSet)
-	return []any{fmt.Sprintf("%d/%d", s.Status.ReadyReplicas, replicas(s.Spec.Replicas)), registry.AgeCell(o)}
+	names, images := containerCells(s.Spec.Template.Spec.Containers)
+	return []any{fmt.Sprintf("%d/%d", s.Status.ReadyReplicas, replicas(s.Spec.Replicas)), registry.AgeCell(o), names, images}
 }
 
 var daemonSetColumns = []metav1.TableColumnDefinition{
@@ -309,13 +351,19 @@ var daemonSetColumns = []metav1.TableColumnDefinition{
 	col("Ready", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["numberReady"]),
 	col("Up-to-date", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["updatedNumberScheduled"]),
 	col("Available", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["numberAvailable"]),
+	col("Node Selector", "string", corev1.PodSpec{}.SwaggerDoc()["nodeSelector"]),
 	registry.AgeColumn,
+	wide(col("Containers", "string", "Names of each container in the template.")),
+	wide(col("Images", "string", "Images referenced by each container in the template.")),
+	wide(col("Selector", "string", appsv1.DaemonSetSpec{}.SwaggerDoc()["selector"])),
 }
 
 func daemonSetCells(o runtime.Object) []any {
 	d := o.(*appsv1.DaemonSet)
+	names, images := containerCells(d.Spec.Template.Spec.Containers)
 	return []any{int64(d.Status.DesiredNumberScheduled), int64(d.Status.CurrentNumberScheduled), int64(d.Status.NumberReady),
-		int64(d.Status.UpdatedNumberScheduled), int64(d.Status.NumberAvailable), registry.AgeCell(o)}
+		int64(d.Status.UpdatedNumberScheduled), int64(d.Status.NumberAvailable), labels.FormatLabels(d.Spec.Template.Spec.NodeSelector),
+		registry.AgeCell(o), names, images, metav1.FormatLabelSelector(d.Spec.Selector)}
 }
 
 var serviceColumns = []metav1.TableColumnDefinition{
@@ -324,6 +372,7 @@ var serviceColumns = []metav1.TableColumnDefinition{
 	col("External-IP", "string", corev1.ServiceSpec{}.SwaggerDoc()["externalIPs"]),
 	col("Port(s)", "string", corev1.ServiceSpec{}.SwaggerDoc()["ports"]),
 	registry.AgeColumn,
+	wide(col("Selector", "string", corev1.ServiceSpec{}.SwaggerDoc()["selector"])),
 }
 
 func serviceCells(o runtime.Object) []any {
@@ -332,36 +381,106 @@ func serviceCells(o runtime.Object) []any {
 	if clusterIP == "" {
 		clusterIP = "<none>"
 	}
-	external := "<none>"
-	if len(s.Spec.ExternalIPs) > 0 {
-		external = strings.Join(s.Spec.ExternalIPs, ",")
-	}
 	var ports []string
 	for _, p := range s.Spec.Ports {
-		ports = append(ports, fmt.Sprintf("%d/%s", p.Port, p.Protocol))
+		if p.NodePort != 0 {
+			ports = append(ports, fmt.Sprintf("%d:%d/%s", p.Port, p.NodePort, p.Protocol))
+		} else {
+			ports = append(ports, fmt.Sprintf("%d/%s", p.Port, p.Protocol))
+		}
 	}
 	portText := strings.Join(ports, ",")
 	if portText == "" {
 		portText = "<none>"
 	}
-	return []any{string(s.Spec.Type), clusterIP, external, portText, registry.AgeCell(o)}
+	return []any{string(s.Spec.Type), clusterIP, serviceExternalIP(s), portText, registry.AgeCell(o), labels.FormatLabels(s.Spec.Selector)}
+}
+
+// serviceExternalIP is kubectl's EXTERNAL-IP cell: external IPs, a load balancer's ingress
+// ("<pending>" until it has one), or an ExternalName's name.
+func serviceExternalIP(s *corev1.Service) string {
+	switch s.Spec.Type {
+	case corev1.ServiceTypeExternalName:
+		return s.Spec.ExternalName
+	case corev1.ServiceTypeLoadBalancer:
+		var ips []string
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			if in.IP != "" {
+				ips = append(ips, in.IP)
+			} else if in.Hostname != "" {
+				ips = append(ips, in.Hostname)
+			}
+		}
+		ips = append(ips, s.Spec.ExternalIPs...)
+		if len(ips) == 0 {
+			return "<pending>"
+		}
+		if text := strings.Join(ips, ","); len(text) <= 16 {
+			return text
+		} else {
+			return text[:13] + "..."
+		}
+	}
+	if len(s.Spec.ExternalIPs) > 0 {
+		return strings.Join(s.Spec.ExternalIPs, ",")
+	}
+	return "<none>"
 }
 
 var nodeColumns = []metav1.TableColumnDefinition{
 	col("Status", "string", "The status of the node"),
+	col("Roles", "string", "The roles of the node"),
 	registry.AgeColumn,
+	col("Version", "string", corev1.NodeSystemInfo{}.SwaggerDoc()["kubeletVersion"]),
+	wide(col("Internal-IP", "string", corev1.NodeStatus{}.SwaggerDoc()["addresses"])),
+	wide(col("External-IP", "string", corev1.NodeStatus{}.SwaggerDoc()["addresses"])),
+	wide(col("OS-Image", "string", corev1.NodeSystemInfo{}.SwaggerDoc()["osImage"])),
+	wide(col("Kernel-Version", "string", corev1.NodeSystemInfo{}.SwaggerDoc()["kernelVersion"])),
+	wide(col("Container-Runtime", "string", corev1.NodeSystemInfo{}.SwaggerDoc()["containerRuntimeVersion"])),
 }
 
 func nodeCells(o runtime.Object) []any {
 	n := o.(*corev1.Node)
-	status := "Unknown"
+	status := []string{"Unknown"}
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
-			status = "NotReady"
+			status[0] = "NotReady"
 			if c.Status == corev1.ConditionTrue {
-				status = "Ready"
+				status[0] = "Ready"
 			}
 		}
 	}
-	return []any{status, registry.AgeCell(o)}
+	if n.Spec.Unschedulable {
+		status = append(status, "SchedulingDisabled")
+	}
+	roles := sets.New[string]()
+	for k, v := range n.Labels {
+		switch {
+		case strings.HasPrefix(k, "node-role.kubernetes.io/") && len(k) > len("node-role.kubernetes.io/"):
+			roles.Insert(strings.TrimPrefix(k, "node-role.kubernetes.io/"))
+		case k == "kubernetes.io/role" && v != "":
+			roles.Insert(v)
+		}
+	}
+	address := func(t corev1.NodeAddressType) string {
+		for _, a := range n.Status.Addresses {
+			if a.Type == t {
+				return a.Address
+			}
+		}
+		return "<none>"
+	}
+	info := n.Status.NodeInfo
+	unknown := func(s string) string {
+		if s == "" {
+			return "<unknown>"
+		}
+		return s
+	}
+	kernel := unknown(info.KernelVersion)
+	if info.Architecture != "" {
+		kernel += " (" + info.Architecture + ")"
+	}
+	return []any{strings.Join(status, ","), orNone(strings.Join(sets.List(roles), ",")), registry.AgeCell(o), info.KubeletVersion,
+		address(corev1.NodeInternalIP), address(corev1.NodeExternalIP), unknown(info.OSImage), kernel, unknown(info.ContainerRuntimeVersion)}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apichain/apichain/pkg/admission"
 	"github.com/apichain/apichain/pkg/registry"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -51,11 +52,25 @@ func obj[T any, PT interface {
 
 // Resources are the stored resources core serves, legacy group first, in kube's order; esc
 // guards role and binding writes.
-func Resources(esc *Escalation) []*registry.Resource {
+func Resources(opts Options) []*registry.Resource {
+	esc := opts.Escalation
 	v1 := corev1.SchemeGroupVersion
 	apps := appsv1.SchemeGroupVersion
 	rbac := rbacv1.SchemeGroupVersion
+	pods := &registry.Resource{GroupVersion: v1, Name: "pods", SingularName: "pod", Kind: "Pod", Namespaced: true, ShortNames: []string{"po"},
+		Categories: []string{"all"}, HasSpec: true,
+		// binding, eviction, ephemeralcontainers and resize are served here; the others by the gateway.
+		Subresources: []string{"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "proxy", "resize", "status"},
+		New:          obj[corev1.Pod](), NewList: obj[corev1.PodList](), PrepareForCreate: preparePod, Validate: validatePod, FieldLabels: podFields,
+		Merges: podMerges, Columns: podColumns, Cells: podCells}
+	podsOf := func() *registry.Resource { return pods }
+	budgets := podDisruptionBudgets()
+	pods.Actions = map[string]*registry.Action{"binding": bindingAction(podsOf),
+		"eviction": evictionAction(podsOf, func() *registry.Resource { return budgets })}
 	return withDefaults(append(append([]*registry.Resource{
+		{GroupVersion: v1, Name: "bindings", SingularName: "binding", Kind: "Binding", Namespaced: true,
+			New: obj[corev1.Binding](), Actions: map[string]*registry.Action{"": bindingAction(podsOf)}},
+		componentStatuses(opts.Etcd),
 		registry.Namespaces(),
 		limitRanges(),
 		resourceQuotas(),
@@ -81,10 +96,7 @@ func Resources(esc *Escalation) []*registry.Resource {
 			Categories: []string{"all"}, Subresources: []string{"status"}, HasSpec: true,
 			New: obj[corev1.Service](), NewList: obj[corev1.ServiceList](), Validate: validateService,
 			Columns: serviceColumns, Cells: serviceCells},
-		{GroupVersion: v1, Name: "pods", SingularName: "pod", Kind: "Pod", Namespaced: true, ShortNames: []string{"po"},
-			Categories: []string{"all"}, Subresources: []string{"status"}, HasSpec: true,
-			New: obj[corev1.Pod](), NewList: obj[corev1.PodList](), PrepareForCreate: preparePod, Validate: validatePod, FieldLabels: podFields,
-			Columns: podColumns, Cells: podCells},
+		pods,
 		{GroupVersion: v1, Name: "nodes", SingularName: "node", Kind: "Node", ShortNames: []string{"no"},
 			Subresources: []string{"status"}, HasSpec: true, New: obj[corev1.Node](), NewList: obj[corev1.NodeList](),
 			Columns: nodeColumns, Cells: nodeCells},
@@ -160,7 +172,7 @@ func Resources(esc *Escalation) []*registry.Resource {
 		networkPolicies(),
 		ipAddresses(),
 		serviceCIDRs(),
-		podDisruptionBudgets(),
+		budgets,
 		deviceClasses(),
 		deviceTaintRules(),
 		resourceClaims(),
@@ -170,6 +182,13 @@ func Resources(esc *Escalation) []*registry.Resource {
 		volumeAttachments(),
 		storageVersionMigrations(),
 	}...))
+}
+
+// Options are what some resources need from the running backend (nil when core only lists
+// what it serves).
+type Options struct {
+	Escalation *Escalation      // guards role and binding writes
+	Etcd       *clientv3.Client // probed by componentstatuses
 }
 
 // withDefaults gives every typed resource kube's defaulting (defaults.go) unless it has its own.

@@ -5,6 +5,7 @@ import (
 
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	"github.com/apichain/apichain/pkg/requestinfo"
+	"github.com/apichain/apichain/services/gateway/connect"
 	"github.com/apichain/apichain/services/gateway/proxy"
 	"github.com/apichain/apichain/services/gateway/reviews"
 	"github.com/apichain/apichain/services/gateway/serviceaccount"
@@ -19,6 +20,8 @@ func (g *Gateway) serveDelegated(w http.ResponseWriter, r *http.Request) {
 		g.reviews.ServeHTTP(w, r)
 	case serviceaccount.IsTokenRequest(info):
 		g.saTokens.ServeTokenRequest(w, r)
+	case connect.Is(info):
+		g.connect.ServeHTTP(w, r)
 	case info != nil && info.IsResourceRequest:
 		g.rest.ServeResource(w, r, info)
 	case r.Method == http.MethodGet && proxy.IsAPIPath(r.URL.Path):

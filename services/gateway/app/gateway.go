@@ -24,6 +24,7 @@ import (
 	"github.com/apichain/apichain/services/gateway/audit"
 	"github.com/apichain/apichain/services/gateway/authn"
 	"github.com/apichain/apichain/services/gateway/authz"
+	"github.com/apichain/apichain/services/gateway/connect"
 	"github.com/apichain/apichain/services/gateway/discovery"
 	"github.com/apichain/apichain/services/gateway/filters"
 	"github.com/apichain/apichain/services/gateway/proxy"
@@ -66,6 +67,7 @@ type Gateway struct {
 	authorizer authz.Union
 	rbacSync   *authz.Sync // nil unless RBAC is an authorization mode
 	saObjects  *serviceaccount.Objects
+	connect    *connect.Handler
 	saTokens   *serviceaccount.Tokens
 	auditor    *audit.Auditor // nil when auditing is off
 	auditLog   *audit.LogBackend
@@ -220,6 +222,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 		return nil, err
 	}
 	g.saObjects = serviceaccount.NewObjects(proxy.NewReader(g.router), g.Log)
+	g.connect = &connect.Handler{Objects: proxy.NewReader(g.router)}
 	g.saTokens, err = serviceaccount.New(g.opts.ServiceAccounts.Or(g.pki), g.saObjects, g.Log)
 	if err != nil {
 		return nil, err
