@@ -36,7 +36,7 @@ func (h *Handler) EnsureNamespaces(ctx context.Context, names []string) error {
 func Namespaces() *Resource {
 	return &Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "namespaces", SingularName: "namespace",
 		Kind: "Namespace", ShortNames: []string{"ns"}, Subresources: []string{"finalize", "status"},
-		VerbsServed: []string{"create", "delete", "get", "list", "patch", "update", "watch"},
+		VerbsServed:  []string{"create", "delete", "get", "list", "patch", "update", "watch"},
 		ValidateName: apivalidation.ValidateNamespaceName,
 		// kube's namespace lifecycle admission: these three may never go.
 		ValidateDelete: func(name string) error {
