@@ -96,7 +96,7 @@ func newCommand() *cobra.Command {
 func (a *allInOne) backendModule(svc backend.Service) process.Module {
 	bo := backend.NewOptions(svc.Name)
 	m := backend.Module(svc, bo, a.conn)
-	m.Flags = nil
+	m.Flags = svc.Flags // the backend's shared flags come from the gateway's
 	m.Deps = append(m.Deps, gateway.ModulePKI, moduleEmbeddedEtcd)
 	initBackend := m.Init
 	m.Init = func(ctx context.Context, log *slog.Logger) (process.Service, error) {
@@ -106,6 +106,9 @@ func (a *allInOne) backendModule(svc backend.Service) process.Module {
 		bo.BindAddress = "127.0.0.1:0"
 		bo.Serving = certs.ServingOptions{CertFile: pki.BackendCertFile, KeyFile: pki.BackendKeyFile, ClientCAFile: pki.CAFile}
 		bo.EtcdServers = a.etcdServers
+		if svc.Name == topology.Core && gw.SecurePort != 0 {
+			core.KubernetesServicePort = int32(gw.SecurePort) // the kubernetes Service's target
+		}
 		s, err := initBackend(ctx, log)
 		if b, ok := s.(*backend.Backend); ok {
 			a.mu.Lock()

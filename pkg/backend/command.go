@@ -8,6 +8,7 @@ import (
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/process"
+	"github.com/spf13/pflag"
 )
 
 // Service is what a backend service adds to the generic backend: what it serves, in its
@@ -16,14 +17,22 @@ type Service struct {
 	Name   string
 	Served func() []*discoveryv1.GroupVersion
 	Setup  func(*Backend) error
+	// Flags registers the service's own flags (core's service network), next to the
+	// backend's.
+	Flags func(fs *pflag.FlagSet)
 }
 
 // Module is svc as a process module configured by opts; it needs the NATS connection.
 func Module(svc Service, opts *Options, conn *lifecycle.NATS) process.Module {
 	return process.Module{
-		Name:  svc.Name,
-		Deps:  []string{lifecycle.ModuleNATS},
-		Flags: opts.AddFlags,
+		Name: svc.Name,
+		Deps: []string{lifecycle.ModuleNATS},
+		Flags: func(fs *pflag.FlagSet) {
+			opts.AddFlags(fs)
+			if svc.Flags != nil {
+				svc.Flags(fs)
+			}
+		},
 		Init: func(_ context.Context, log *slog.Logger) (process.Service, error) {
 			opts.Complete()
 			if err := opts.Validate(); err != nil {

@@ -171,6 +171,9 @@ func (h *Handler) finalDelete(ctx context.Context, r *Resource, ref *resourcev1.
 	if err != nil {
 		return nil, storeError(err, r.GroupResource(), ref.GetName())
 	}
+	if r.Release != nil {
+		r.Release(ctx, nil, obj)
+	}
 	if acc, err := meta.Accessor(obj); err == nil {
 		acc.SetResourceVersion(strconv.FormatInt(newRev, 10))
 	}

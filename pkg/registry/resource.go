@@ -31,6 +31,13 @@ type Resource struct {
 	// VerbsServed, when set, are the only verbs served on the resource (kube serves no
 	// deletecollection on namespaces); the default is all eight, or create for a review.
 	VerbsServed []string
+	// Allocate takes from a shared pool what a new (old nil) or changed object needs (a
+	// Service's cluster IPs and node ports), before validation; undo gives it back when the
+	// write does not happen. A FieldErrors error is the kind's 422.
+	Allocate func(ctx context.Context, obj, old runtime.Object, dryRun bool) (undo func(), err error)
+	// Release frees what an object no longer holds after it was updated (obj the new, old the
+	// previous) or deleted (obj nil).
+	Release func(ctx context.Context, obj, old runtime.Object)
 	// Actions are creates served by functions, by subresource ("" for a resource that stores
 	// nothing, whose only verb is create).
 	Actions map[string]*Action

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	"sigs.k8s.io/yaml"
 )
@@ -152,6 +154,18 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 			return nil, err
 		}
 	}
+	written := false
+	if r.Allocate != nil {
+		undo, err := r.Allocate(ctx, obj, nil, dryRun)
+		if err != nil {
+			return nil, allocationError(r, acc.GetName(), err)
+		}
+		defer func() {
+			if !written {
+				undo()
+			}
+		}()
+	}
 	if errs := h.validateCreate(r, acc, obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(r.GroupVersion.WithKind(r.Kind).GroupKind(), acc.GetName(), errs)
 	}
@@ -169,9 +183,24 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 	if err != nil {
 		return nil, storeError(err, r.GroupResource(), acc.GetName())
 	}
+	written = true
 	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return obj, nil
 }
+
+// allocationError is an Allocate error as the client sees it: field errors are the kind's 422.
+func allocationError(r *Resource, name string, err error) error {
+	var fe FieldErrors
+	if errors.As(err, &fe) {
+		return apierrors.NewInvalid(r.GroupVersion.WithKind(r.Kind).GroupKind(), name, field.ErrorList(fe))
+	}
+	return err
+}
+
+// FieldErrors are validation errors as an error value (what Allocate reports).
+type FieldErrors field.ErrorList
+
+func (e FieldErrors) Error() string { return field.ErrorList(e).ToAggregate().Error() }
 
 // admitNamespace refuses content in a namespace that does not exist or is terminating, as
 // kube's NamespaceLifecycle admission does.
@@ -289,17 +318,27 @@ func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.Resou
 				return nil, err
 			}
 		}
+		undo := func() {}
+		if r.Allocate != nil {
+			if undo, err = r.Allocate(ctx, next, current, dryRun); err != nil {
+				return nil, allocationError(r, ref.GetName(), err)
+			}
+		}
 		if errs := h.validateUpdate(r, acc, oldAcc, next, current); len(errs) > 0 {
+			undo()
 			return nil, apierrors.NewInvalid(r.GroupVersion.WithKind(r.Kind).GroupKind(), ref.GetName(), errs)
 		}
 		if err := h.validateAdmission(ctx, h.updateAttributes(ctx, r, ref, next, current, dryRun)); err != nil {
+			undo()
 			return nil, err
 		}
 		if dryRun {
+			undo()
 			return next, nil
 		}
 		// The last finalizer gone from an object being deleted: it goes away now.
 		if acc.GetDeletionTimestamp() != nil && !pendingDeletion(r, next) {
+			undo()
 			obj, err := h.finalDelete(ctx, r, ref, next, kv.ModRevision)
 			if apierrors.IsConflict(err) && attempt < 10 {
 				continue
@@ -308,19 +347,27 @@ func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.Resou
 		}
 		data, err := h.encodeStored(r, next)
 		if err != nil {
+			undo()
 			return nil, apierrors.NewInternalError(err)
 		}
 		// An update that changes nothing is not written, as in kube: the resourceVersion
 		// stays, watchers see nothing, and kubectl reports "(no change)".
 		if bytes.Equal(data, kv.Value) {
+			undo()
 			return current, nil
 		}
 		rev, err := h.store.Update(ctx, kv.Key, data, kv.ModRevision)
+		if err != nil {
+			undo()
+		}
 		if err == storage.ErrConflict && requestedRV == "" && attempt < 10 {
 			continue
 		}
 		if err != nil {
 			return nil, storeError(err, r.GroupResource(), ref.GetName())
+		}
+		if r.Release != nil {
+			r.Release(ctx, next, current)
 		}
 		acc.SetResourceVersion(strconv.FormatInt(rev, 10))
 		return next, nil

@@ -23,11 +23,19 @@ import (
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/services/core/bootstrap"
 	"github.com/apichain/apichain/services/core/builtin"
+	"github.com/apichain/apichain/services/core/servicenet"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 )
 
 // Service is the core backend: what it serves and how it is set up.
-var Service = backend.Service{Name: topology.Core, Served: Served, Setup: Setup}
+var Service = backend.Service{Name: topology.Core, Served: Served, Setup: Setup, Flags: Network.AddFlags}
+
+// Network are the service network flags (--service-cluster-ip-range, --service-node-port-range).
+var Network = servicenet.NewOptions()
+
+// KubernetesServicePort is the default/kubernetes Service's target port: the gateway's secure
+// port (the all-in-one sets it).
+var KubernetesServicePort int32 = 6443
 
 // Served lists the group/versions and resources core owns, legacy group first.
 func Served() []*discoveryv1.GroupVersion {
@@ -40,14 +48,23 @@ func Setup(b *backend.Backend) error {
 	if err != nil {
 		return err
 	}
+	network, err := Network.Parse()
+	if err != nil {
+		return err
+	}
+	alloc := servicenet.NewAllocator(network)
 	escalation := &builtin.Escalation{}
-	set := registry.NewSet(builtin.Resources(builtin.Options{Escalation: escalation, Etcd: b.Etcd})...)
+	set := registry.NewSet(builtin.Resources(builtin.Options{Escalation: escalation, Etcd: b.Etcd, Services: alloc})...)
 	b.SetOpenAPI(set)
-	h := registry.NewHandler(scheme, set, storage.NewStore(b.Etcd), b.Stopping())
+	store := storage.NewStore(b.Etcd)
+	h := registry.NewHandler(scheme, set, store, b.Stopping())
 	h.WarmUp()
 	b.SetResources(h)
 	client := registry.NewClient(h) // what the controllers read and write through
 	escalation.Policy = builtin.PolicyFrom(client)
+	if err := alloc.Bind(client, store); err != nil {
+		return err
+	}
 	if err := admission.Install(b, h, client, client); err != nil {
 		return err
 	}
@@ -73,6 +90,21 @@ func Setup(b *backend.Backend) error {
 				}
 			}
 		}()
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := b.Server.AddPostStartHook("bootstrap-controller", func(ctx context.Context) error {
+		if err := storage.WaitReady(ctx, b.Etcd); err != nil {
+			return err
+		}
+		if err := h.EnsureNamespaces(ctx, registry.SystemNamespaces); err != nil {
+			return err
+		}
+		if err := alloc.EnsureDefaults(ctx, KubernetesServicePort); err != nil {
+			return err
+		}
+		go alloc.Repair(ctx, b.Log, 3*time.Minute)
 		return nil
 	}); err != nil {
 		return err

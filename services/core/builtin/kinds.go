@@ -142,19 +142,6 @@ func eventFields(o runtime.Object) fields.Set {
 
 // --- services and pods: the defaults kubectl output relies on.
 
-func validateService(o runtime.Object) field.ErrorList {
-	s := o.(*corev1.Service)
-	var errs field.ErrorList
-	if len(s.Spec.Ports) == 0 && s.Spec.Type != corev1.ServiceTypeExternalName && s.Spec.ClusterIP != corev1.ClusterIPNone {
-		errs = append(errs, field.Required(field.NewPath("spec", "ports"), ""))
-	}
-	for i, p := range s.Spec.Ports {
-		if p.Port < 1 || p.Port > 65535 {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "ports").Index(i).Child("port"), p.Port, "must be between 1 and 65535, inclusive"))
-		}
-	}
-	return errs
-}
 
 // preparePod is kube's pod strategy on create: a Pending status with the pod's QoS class, and
 // the PodScheduled condition of a pod held by scheduling gates.

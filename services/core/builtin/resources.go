@@ -3,6 +3,7 @@
 package builtin
 
 import (
+	"context"
 	"strings"
 
 	"github.com/apichain/apichain/pkg/admission"
@@ -92,10 +93,7 @@ func Resources(opts Options) []*registry.Resource {
 			New: obj[corev1.Event](), NewList: obj[corev1.EventList](), FieldLabels: eventFields},
 		{GroupVersion: v1, Name: "endpoints", SingularName: "endpoints", Kind: "Endpoints", Namespaced: true, ShortNames: []string{"ep"},
 			New: obj[corev1.Endpoints](), NewList: obj[corev1.EndpointsList]()},
-		{GroupVersion: v1, Name: "services", SingularName: "service", Kind: "Service", Namespaced: true, ShortNames: []string{"svc"},
-			Categories: []string{"all"}, Subresources: []string{"status"}, HasSpec: true,
-			New: obj[corev1.Service](), NewList: obj[corev1.ServiceList](), Validate: validateService,
-			Columns: serviceColumns, Cells: serviceCells},
+		services(opts.Services),
 		pods,
 		{GroupVersion: v1, Name: "nodes", SingularName: "node", Kind: "Node", ShortNames: []string{"no"},
 			Subresources: []string{"status"}, HasSpec: true, New: obj[corev1.Node](), NewList: obj[corev1.NodeList](),
@@ -189,6 +187,13 @@ func Resources(opts Options) []*registry.Resource {
 type Options struct {
 	Escalation *Escalation      // guards role and binding writes
 	Etcd       *clientv3.Client // probed by componentstatuses
+	Services   ServiceAllocator // allocates services' cluster IPs and node ports
+}
+
+// ServiceAllocator hands Services their cluster IPs and node ports (servicenet.Allocator).
+type ServiceAllocator interface {
+	Allocate(ctx context.Context, obj, old runtime.Object, dryRun bool) (func(), error)
+	Release(ctx context.Context, obj, old runtime.Object)
 }
 
 // withDefaults gives every typed resource kube's defaulting (defaults.go) unless it has its own.
