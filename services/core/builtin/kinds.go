@@ -142,7 +142,6 @@ func eventFields(o runtime.Object) fields.Set {
 
 // --- services and pods: the defaults kubectl output relies on.
 
-
 // preparePod is kube's pod strategy on create: a Pending status with the pod's QoS class, and
 // the PodScheduled condition of a pod held by scheduling gates.
 func preparePod(_ context.Context, o runtime.Object) {
