@@ -33,6 +33,7 @@ type fieldTags struct {
 	listType    string
 	listMapKeys []string
 	mapType     string
+	defaultJSON string // a +default marker's value
 }
 
 const (
@@ -343,6 +344,13 @@ func (b *schemaBuilder) addFields(t reflect.Type, props map[string]spec.Schema, 
 				}
 			}
 		}
+		if tags.defaultJSON != "" {
+			var def any
+			if err := json.Unmarshal([]byte(tags.defaultJSON), &def); err != nil {
+				return fmt.Errorf("%v.%s: default %s: %w", t, f.Name, tags.defaultJSON, err)
+			}
+			prop.Default = def
+		}
 		prop.Description = docs[name]
 		if v := f.Tag.Get("patchStrategy"); v != "" {
 			setExtension(&prop, extPatchStrategy, v)
@@ -559,4 +567,11 @@ func wrapRefs(s *spec.Schema) {
 	for i := range s.AnyOf {
 		wrapRefs(&s.AnyOf[i])
 	}
+}
+
+// FieldDefault is the +default marker of a k8s.io/api type's field, as JSON: the type by
+// its package path and name, the field by its json name.
+func FieldDefault(pkgPath, typeName, jsonName string) (string, bool) {
+	t, ok := generatedFieldTags[pkgPath+"."+typeName+"."+jsonName]
+	return t.defaultJSON, ok && t.defaultJSON != ""
 }

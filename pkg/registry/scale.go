@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -69,9 +70,12 @@ func toScale(r *Resource, obj runtime.Object) (*autoscalingv1.Scale, error) {
 	if r := status.FieldByName("Replicas"); r.IsValid() {
 		s.Status.Replicas = int32(r.Int())
 	}
-	if sel := spec.FieldByName("Selector"); sel.IsValid() && !sel.IsNil() {
-		ls, err := metav1.LabelSelectorAsSelector(sel.Interface().(*metav1.LabelSelector))
-		if err == nil {
+	switch sel := spec.FieldByName("Selector"); {
+	case !sel.IsValid() || sel.IsNil():
+	case sel.Kind() == reflect.Map: // a ReplicationController's
+		s.Status.Selector = labels.SelectorFromSet(sel.Interface().(map[string]string)).String()
+	default:
+		if ls, err := metav1.LabelSelectorAsSelector(sel.Interface().(*metav1.LabelSelector)); err == nil {
 			s.Status.Selector = ls.String()
 		}
 	}

@@ -228,7 +228,7 @@ func cronJobs() *registry.Resource {
 			}
 			suspend := "<unset>"
 			if c.Spec.Suspend != nil {
-				suspend = fmt.Sprint(*c.Spec.Suspend)
+				suspend = map[bool]string{true: "True", false: "False"}[*c.Spec.Suspend]
 			}
 			names, images := containerCells(c.Spec.JobTemplate.Spec.Template.Spec.Containers)
 			return []any{c.Spec.Schedule, tz, suspend, int64(len(c.Status.Active)), last, registry.AgeCell(o),

@@ -143,7 +143,7 @@ func validateCSR(csr *certificatesv1.CertificateSigningRequest) field.ErrorList 
 	var errs field.ErrorList
 	p := field.NewPath("spec")
 	if err := checkCSR(csr.Spec.Request); err != nil {
-		errs = append(errs, field.Invalid(p.Child("request"), csr.Spec.Request, err.Error()))
+		errs = append(errs, field.Invalid(p.Child("request"), string(csr.Spec.Request), err.Error()))
 	}
 	if len(csr.Spec.Usages) == 0 {
 		errs = append(errs, field.Required(p.Child("usages"), ""))

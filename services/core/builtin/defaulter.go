@@ -1,9 +1,13 @@
 package builtin
 
 import (
+	"encoding/json"
+	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 
+	"github.com/apichain/apichain/pkg/openapi"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -77,6 +81,13 @@ func build(t reflect.Type, inProgress map[reflect.Type]*walk) walk {
 		var fields []fieldWalk
 		for i := range t.NumField() {
 			if f := t.Field(i); f.IsExported() {
+				if d := declaredDefault(t, f); d != nil {
+					fields = append(fields, fieldWalk{i, d})
+				}
+			}
+		}
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() {
 				if w := build(f.Type, inProgress); w != nil {
 					fields = append(fields, fieldWalk{i, w})
 				}
@@ -131,11 +142,53 @@ func build(t reflect.Type, inProgress map[reflect.Type]*walk) walk {
 	return w
 }
 
+// declaredDefault sets a field that is unset to its type's +default marker, as kube's
+// generated defaulters do with the markers of k8s.io/api's types (the markers are read into
+// pkg/openapi by its generator).
+func declaredDefault(t reflect.Type, f reflect.StructField) walk {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if name == "" || name == "-" {
+		return nil
+	}
+	def, ok := openapi.FieldDefault(t.PkgPath(), t.Name(), name)
+	if !ok {
+		return nil
+	}
+	// A zero default ("", 0, false on a value field) changes nothing; a pointer's is set.
+	probe := reflect.New(f.Type)
+	if err := json.Unmarshal([]byte(def), probe.Interface()); err != nil {
+		panic(fmt.Sprintf("builtin: +default=%s of %s.%s: %v", def, t, f.Name, err))
+	}
+	if probe.Elem().IsZero() {
+		return nil
+	}
+	value := probe.Elem()
+	return func(v reflect.Value) {
+		if v.IsZero() {
+			nv := reflect.New(f.Type).Elem()
+			nv.Set(value)
+			if nv.Kind() == reflect.Pointer { // each object gets its own copy
+				c := reflect.New(nv.Type().Elem())
+				c.Elem().Set(nv.Elem())
+				nv = c
+			}
+			v.Set(nv)
+		}
+	}
+}
+
 // mayHaveDefaults prunes types that cannot hold a defaulted value (strings, numbers, and the
 // apimachinery types every object carries), so walking an object costs only its defaulted parts.
 func mayHaveDefaults(t reflect.Type) bool {
 	if _, ok := defaulters[t]; ok {
 		return true
+	}
+	if t.Kind() == reflect.Struct {
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() && declaredDefault(t, f) != nil {
+				return true
+			}
+		}
 	}
 	switch t.Kind() {
 	case reflect.Struct, reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:

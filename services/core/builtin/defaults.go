@@ -9,7 +9,6 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
-	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -23,10 +22,11 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// kube 1.37's defaults for the versions core serves: its SetDefaults_* functions
-// (k8s.io/kubernetes/pkg/apis/<group>/<version>/defaults.go) and the declarative `+default=`
-// markers of k8s.io/api's types, with the feature gates at their 1.37 defaults. Each entry
-// defaults one type wherever it appears (defaulter.go).
+// kube 1.37's defaulting functions for the versions core serves (its SetDefaults_* in
+// k8s.io/kubernetes/pkg/apis/<group>/<version>/defaults.go), with the feature gates at their
+// 1.37 defaults. Each entry defaults one type wherever it appears; the declarative `+default=`
+// markers of k8s.io/api's types are applied by the walker from the generated tags
+// (defaulter.go).
 func init() {
 	// core/v1
 	defaults(func(l *corev1.ResourceList) {
@@ -49,11 +49,6 @@ func init() {
 			}
 		}
 	})
-	defaults(func(s *corev1.ReplicationControllerSpec) {
-		if s.Replicas == nil {
-			s.Replicas = ptr.To[int32](1)
-		}
-	})
 	defaults(func(v *corev1.Volume) {
 		if ptr.AllPtrFieldsNil(&v.VolumeSource) {
 			v.VolumeSource = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
@@ -64,11 +59,6 @@ func init() {
 	})
 	defaults(func(c *corev1.Container) { defaultContainer(c) })
 	defaults(func(c *corev1.EphemeralContainer) { defaultContainer((*corev1.Container)(&c.EphemeralContainerCommon)) })
-	defaults(func(p *corev1.ContainerPort) {
-		if p.Protocol == "" {
-			p.Protocol = corev1.ProtocolTCP
-		}
-	})
 	defaults(func(s *corev1.Service) {
 		spec := &s.Spec
 		if spec.SessionAffinity == "" {
@@ -181,16 +171,6 @@ func init() {
 			}
 		}
 	})
-	defaults(func(a *corev1.GRPCAction) {
-		if a.Service == nil {
-			a.Service = ptr.To("")
-		}
-	})
-	defaults(func(s *corev1.FileKeySelector) {
-		if s.Optional == nil {
-			s.Optional = ptr.To(false)
-		}
-	})
 	defaults(func(s *corev1.SecretVolumeSource) { defaultMode(&s.DefaultMode, corev1.SecretVolumeSourceDefaultMode) })
 	defaults(func(s *corev1.ConfigMapVolumeSource) {
 		defaultMode(&s.DefaultMode, corev1.ConfigMapVolumeSourceDefaultMode)
@@ -290,42 +270,6 @@ func init() {
 		if s.Type == nil {
 			s.Type = ptr.To(corev1.HostPathUnset)
 		}
-	})
-	rbd := func(pool, user, keyring *string) {
-		for _, f := range []struct {
-			v   *string
-			def string
-		}{{pool, "rbd"}, {user, "admin"}, {keyring, "/etc/ceph/keyring"}} {
-			if *f.v == "" {
-				*f.v = f.def
-			}
-		}
-	}
-	defaults(func(s *corev1.RBDVolumeSource) { rbd(&s.RBDPool, &s.RadosUser, &s.Keyring) })
-	defaults(func(s *corev1.RBDPersistentVolumeSource) { rbd(&s.RBDPool, &s.RadosUser, &s.Keyring) })
-	defaults(func(s *corev1.ISCSIVolumeSource) { defaultString(&s.ISCSIInterface, "default") })
-	defaults(func(s *corev1.ISCSIPersistentVolumeSource) { defaultString(&s.ISCSIInterface, "default") })
-	defaults(func(s *corev1.AzureDiskVolumeSource) {
-		if s.CachingMode == nil {
-			s.CachingMode = ptr.To(corev1.AzureDataDiskCachingReadWrite)
-		}
-		if s.FSType == nil {
-			s.FSType = ptr.To("ext4")
-		}
-		if s.ReadOnly == nil {
-			s.ReadOnly = ptr.To(false)
-		}
-		if s.Kind == nil {
-			s.Kind = ptr.To(corev1.AzureSharedBlobDisk)
-		}
-	})
-	defaults(func(s *corev1.ScaleIOVolumeSource) {
-		defaultString(&s.StorageMode, "ThinProvisioned")
-		defaultString(&s.FSType, "xfs")
-	})
-	defaults(func(s *corev1.ScaleIOPersistentVolumeSource) {
-		defaultString(&s.StorageMode, "ThinProvisioned")
-		defaultString(&s.FSType, "xfs")
 	})
 
 	// apps/v1
@@ -552,20 +496,12 @@ func init() {
 		}
 	})
 
-	// certificates.k8s.io/v1
-	defaults(func(s *certificatesv1.PodCertificateRequestSpec) { defaultInt32(&s.MaxExpirationSeconds, 86400) })
-
 	// resource.k8s.io/v1
 	defaults(func(r *resourcev1.ExactDeviceRequest) { defaultAllocationMode(&r.AllocationMode, &r.Count) })
 	defaults(func(r *resourcev1.DeviceSubRequest) { defaultAllocationMode(&r.AllocationMode, &r.Count) })
 	defaults(func(t *resourcev1.DeviceTaint) {
 		if t.TimeAdded == nil {
 			t.TimeAdded = &metav1.Time{Time: time.Now().Truncate(time.Second)}
-		}
-	})
-	defaults(func(t *resourcev1.DeviceToleration) {
-		if t.Operator == "" {
-			t.Operator = resourcev1.DeviceTolerationOpEqual
 		}
 	})
 }

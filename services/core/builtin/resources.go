@@ -30,6 +30,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	storagemigrationv1 "k8s.io/api/storagemigration/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -101,6 +102,14 @@ func Resources(opts Options) []*registry.Resource {
 		{GroupVersion: apps, Name: "deployments", SingularName: "deployment", Kind: "Deployment", Namespaced: true,
 			ShortNames: []string{"deploy"}, Categories: []string{"all"}, Subresources: []string{"scale", "status"}, HasSpec: true,
 			New: obj[appsv1.Deployment](), NewList: obj[appsv1.DeploymentList](), Validate: validateDeployment,
+			PrepareForUpdate: func(o, old runtime.Object) {
+				// kube bumps a deployment's generation on annotation changes too: they are
+				// copied to its replica sets.
+				d, prev := o.(*appsv1.Deployment), old.(*appsv1.Deployment)
+				if d.Generation == prev.Generation && !apiequality.Semantic.DeepEqual(d.Annotations, prev.Annotations) {
+					d.Generation++
+				}
+			},
 			ValidateUpdate: func(o, old runtime.Object) field.ErrorList {
 				return immutableSelector(o.(*appsv1.Deployment).Spec.Selector, old.(*appsv1.Deployment).Spec.Selector)
 			},

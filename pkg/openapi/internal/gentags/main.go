@@ -9,7 +9,9 @@
 //     +structType / +mapType on struct types (x-kubernetes-list-type,
 //     x-kubernetes-list-map-keys, x-kubernetes-map-type);
 //   - +enum on string types, whose values are the typed string constants of
-//     the same package.
+//     the same package;
+//   - +default on fields (the field's "default": a JSON value, or ref(Const) for
+//     a string constant of the same package).
 //
 // Run it from the pkg module with `go generate ./openapi` after changing the
 // k8s.io/api or k8s.io/apimachinery version in go.mod.
@@ -17,6 +19,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"go/ast"
@@ -38,6 +41,8 @@ type fieldFacts struct {
 	listType    string
 	listMapKeys []string
 	mapType     string
+	def         string // the +default marker's value, as written
+	pkg         string // the field's package, where ref(...) names a constant
 }
 
 type facts struct {
@@ -45,6 +50,7 @@ type facts struct {
 	typeMap    map[string]string   // struct type key -> x-kubernetes-map-type
 	enumTypes  map[string]bool     // enum type key
 	enumValues map[string][]string // enum type key -> values
+	consts     map[string]string   // "<package>.<Name>" -> string constant value
 }
 
 func main() {
@@ -56,6 +62,7 @@ func main() {
 		typeMap:    map[string]string{},
 		enumTypes:  map[string]bool{},
 		enumValues: map[string][]string{},
+		consts:     map[string]string{},
 	}
 	var versions []string
 	for _, m := range []struct{ module, sub string }{
@@ -124,7 +131,7 @@ func (f *facts) scanFile(path, importPath string) error {
 		return err
 	}
 	type constSpec struct {
-		typ, value string
+		typ, name, value string
 	}
 	var consts []constSpec
 	for _, decl := range file.Decls {
@@ -161,16 +168,16 @@ func (f *facts) scanFile(path, importPath string) error {
 				if !ok {
 					continue
 				}
-				for _, v := range vs.Values {
+				for i, v := range vs.Values {
 					lit, ok := v.(*ast.BasicLit)
-					if !ok || lit.Kind != token.STRING {
+					if !ok || lit.Kind != token.STRING || i >= len(vs.Names) {
 						continue
 					}
 					s, err := strconv.Unquote(lit.Value)
 					if err != nil {
 						return err
 					}
-					consts = append(consts, constSpec{typ: importPath + "." + typ.Name, value: s})
+					consts = append(consts, constSpec{typ: importPath + "." + typ.Name, name: importPath + "." + vs.Names[i].Name, value: s})
 				}
 			}
 		}
@@ -179,6 +186,7 @@ func (f *facts) scanFile(path, importPath string) error {
 	// come before its type in file order, or sit in another file).
 	for _, c := range consts {
 		f.enumValues[c.typ] = append(f.enumValues[c.typ], c.value)
+		f.consts[c.name] = c.value
 	}
 	return nil
 }
@@ -218,7 +226,9 @@ func (f *facts) scanStruct(typeKey string, st *ast.StructType) {
 		if ff.mapType == "" {
 			ff.mapType = first(tags["structType"])
 		}
-		if ff.required != 0 || ff.listType != "" || len(ff.listMapKeys) > 0 || ff.mapType != "" {
+		ff.def = first(tags["default"])
+		ff.pkg = typeKey[:strings.LastIndex(typeKey, ".")]
+		if ff.required != 0 || ff.listType != "" || len(ff.listMapKeys) > 0 || ff.mapType != "" || ff.def != "" {
 			f.fields[typeKey+"."+name] = ff
 		}
 	}
@@ -287,6 +297,9 @@ func (f *facts) render(versions []string) []byte {
 		if ff.mapType != "" {
 			parts = append(parts, fmt.Sprintf("mapType: %q", ff.mapType))
 		}
+		if ff.def != "" {
+			parts = append(parts, fmt.Sprintf("defaultJSON: %q", f.defaultJSON(ff)))
+		}
 		fmt.Fprintf(&b, "%q: {%s},\n", k, strings.Join(parts, ", "))
 	}
 	b.WriteString("}\n\n")
@@ -317,6 +330,22 @@ func (f *facts) render(versions []string) []byte {
 	}
 	b.WriteString("}\n")
 	return b.Bytes()
+}
+
+// defaultJSON is a +default marker as JSON: ref(Name) is the named string constant.
+func (f *facts) defaultJSON(ff *fieldFacts) string {
+	if name, ok := strings.CutPrefix(ff.def, "ref("); ok {
+		v, found := f.consts[ff.pkg+"."+strings.TrimSuffix(name, ")")]
+		if !found {
+			log.Fatalf("+default=%s: no string constant %s in %s", ff.def, name, ff.pkg)
+		}
+		return strconv.Quote(v)
+	}
+	var probe any
+	if err := json.Unmarshal([]byte(ff.def), &probe); err != nil {
+		log.Fatalf("+default=%s is not JSON: %v", ff.def, err)
+	}
+	return ff.def
 }
 
 func sortedKeys[V any](m map[string]V) []string {
