@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/apichain/apichain/pkg/registry"
@@ -113,4 +114,27 @@ func (d *DefaultClasses) newestDefault(ctx context.Context, gvr schema.GroupVers
 		return "", nil
 	}
 	return newest.GetName(), nil
+}
+
+// StorageObjectInUseProtection is kube's plugin of that name: new claims and volumes carry the
+// finalizer that keeps them while in use (pkg/controller/volumeprotection removes it).
+type StorageObjectInUseProtection struct{}
+
+// Admit adds the finalizer.
+func (StorageObjectInUseProtection) Admit(_ context.Context, a admission.Attributes) error {
+	var finalizer string
+	switch {
+	case creating(a, "persistentvolumeclaims"):
+		finalizer = "kubernetes.io/pvc-protection"
+	case creating(a, "persistentvolumes"):
+		finalizer = "kubernetes.io/pv-protection"
+	default:
+		return nil
+	}
+	acc, err := meta.Accessor(a.GetObject())
+	if err != nil || slices.Contains(acc.GetFinalizers(), finalizer) {
+		return nil
+	}
+	acc.SetFinalizers(append(acc.GetFinalizers(), finalizer))
+	return nil
 }

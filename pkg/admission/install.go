@@ -19,7 +19,7 @@ import (
 
 // Chain is a backend's admission in kube's order: the built-in mutating plugins (LimitRanger,
 // ServiceAccount, Priority, DefaultTolerationSeconds, DefaultStorageClass, DefaultIngressClass,
-// where pods are served), MutatingAdmissionPolicies, then
+// StorageObjectInUseProtection, where pods are served), MutatingAdmissionPolicies, then
 // mutating webhooks; then (after the kind's own validation) the built-in validating plugins
 // (Priority, LimitRanger, PodSecurity), ValidatingAdmissionPolicies, validating webhooks, and
 // ResourceQuota last.
@@ -151,7 +151,8 @@ func Install(b *backend.Backend, h *registry.Handler, config *registry.Client, p
 		if err != nil {
 			return err
 		}
-		chain.Mutating = []Mutator{limits, NewServiceAccounts(config), priority, DefaultTolerationSeconds{}, NewDefaultClasses(config)}
+		chain.Mutating = []Mutator{limits, NewServiceAccounts(config), priority, DefaultTolerationSeconds{}, NewDefaultClasses(config),
+			StorageObjectInUseProtection{}}
 		chain.Validating = []Validator{priority, limits, podSecurity}
 	}
 	h.SetAdmission(chain)

@@ -106,7 +106,7 @@ func (h *Handler) prepareCreate(ctx context.Context, r *Resource, acc metav1.Obj
 	acc.SetDeletionGracePeriodSeconds(nil)
 	acc.SetManagedFields(nil)
 	acc.SetSelfLink("")
-	if r.HasSpec {
+	if r.HasSpec && !r.NoGeneration {
 		acc.SetGeneration(1)
 	} else {
 		acc.SetGeneration(0)

@@ -121,6 +121,9 @@ type Resource struct {
 	// HasSpec tells whether the kind has a spec, so generation bumps on spec changes and the
 	// status subresource updates only status.
 	HasSpec bool
+	// NoGeneration: the kind has a spec but, as in kube, no metadata.generation (Services,
+	// PersistentVolumes, Nodes and others).
+	NoGeneration bool
 	// SpecField is the field whose changes bump generation when it is not Spec (a webhook
 	// configuration's Webhooks).
 	SpecField string

@@ -132,23 +132,24 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 	if r.Default != nil {
 		r.Default(obj)
 	}
+	// Field ownership is what the client sent (and its defaults), as in kube, which tracks it
+	// before admission: what admission adds (a service account, tolerations, a finalizer) is
+	// owned by no manager, so a later apply does not take it away.
+	if !isApplied(ctx) {
+		obj = h.managers().track(r, "", r.New(), obj, managerFrom(ctx))
+		if acc, err = meta.Accessor(obj); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+	}
+	managed := acc.GetManagedFields()
 	if obj, err = h.admit(ctx, h.attributes(ctx, r, admission.Create, "", obj, nil, acc.GetNamespace(), acc.GetName(), dryRun, nil)); err != nil {
 		return nil, err
 	}
 	if acc, err = meta.Accessor(obj); err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	applied := isApplied(ctx)
-	managed := acc.GetManagedFields()
 	h.prepareCreate(ctx, r, acc, obj)
-	if applied {
-		acc.SetManagedFields(managed)
-	} else {
-		obj = h.managers().track(r, "", r.New(), obj, managerFrom(ctx))
-		if acc, err = meta.Accessor(obj); err != nil {
-			return nil, apierrors.NewInternalError(err)
-		}
-	}
+	acc.SetManagedFields(managed)
 	if r.AuthorizeWrite != nil {
 		if err := r.AuthorizeWrite(ctx, obj, nil); err != nil {
 			return nil, err
@@ -441,7 +442,7 @@ func (h *Handler) merge(r *Resource, ref *resourcev1.ResourceRef, current, chang
 }
 
 func bumpGeneration(r *Resource, next, current runtime.Object) {
-	if !r.HasSpec {
+	if !r.HasSpec || r.NoGeneration {
 		return
 	}
 	nacc, _ := meta.Accessor(next)

@@ -17,6 +17,7 @@ import (
 	"github.com/apichain/apichain/pkg/controller/namespace"
 	"github.com/apichain/apichain/pkg/controller/policystatus"
 	"github.com/apichain/apichain/pkg/controller/resourcequota"
+	"github.com/apichain/apichain/pkg/controller/volumeprotection"
 	"github.com/apichain/apichain/pkg/controller/serviceaccount"
 	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/storage"
@@ -145,6 +146,12 @@ func Setup(b *backend.Backend) error {
 	}
 	if err := b.Server.AddPostStartHook("start-serviceaccount-controller", func(ctx context.Context) error {
 		go serviceaccount.Run(ctx, client, ca, b.Log, 30*time.Second)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := b.Server.AddPostStartHook("start-volume-protection-controllers", func(ctx context.Context) error {
+		go volumeprotection.Run(ctx, client, b.Log, 30*time.Second)
 		return nil
 	}); err != nil {
 		return err

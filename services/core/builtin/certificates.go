@@ -31,7 +31,7 @@ var csrUsages = []string{"any", "cert sign", "client auth", "code signing", "con
 // request's user, approval through the approval subresource, kube's validation and columns.
 func certificateSigningRequests() *registry.Resource {
 	return &registry.Resource{GroupVersion: certificatesv1.SchemeGroupVersion, Name: "certificatesigningrequests", SingularName: "certificatesigningrequest",
-		Kind: "CertificateSigningRequest", ShortNames: []string{"csr"}, Subresources: []string{"approval", "status"}, HasSpec: true,
+		Kind: "CertificateSigningRequest", ShortNames: []string{"csr"}, Subresources: []string{"approval", "status"}, HasSpec: true, NoGeneration: true,
 		New: obj[certificatesv1.CertificateSigningRequest](), NewList: obj[certificatesv1.CertificateSigningRequestList](),
 		PrepareForCreate: func(ctx context.Context, o runtime.Object) {
 			csr := o.(*certificatesv1.CertificateSigningRequest)

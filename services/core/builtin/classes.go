@@ -277,7 +277,7 @@ var fsGroupPolicies = sets.New(string(storagev1.NoneFSGroupPolicy), string(stora
 // fields and columns.
 func csiDrivers() *registry.Resource {
 	return &registry.Resource{GroupVersion: storagev1.SchemeGroupVersion, Name: "csidrivers", SingularName: "csidriver", Kind: "CSIDriver",
-		HasSpec: true, New: obj[storagev1.CSIDriver](), NewList: obj[storagev1.CSIDriverList](),
+		HasSpec: true, NoGeneration: true, New: obj[storagev1.CSIDriver](), NewList: obj[storagev1.CSIDriverList](),
 		Validate: func(o runtime.Object) field.ErrorList { return validateCSIDriverSpec(&o.(*storagev1.CSIDriver).Spec) },
 		ValidateUpdate: func(o, old runtime.Object) field.ErrorList {
 			s, prev := &o.(*storagev1.CSIDriver).Spec, &old.(*storagev1.CSIDriver).Spec

@@ -41,7 +41,7 @@ func validateSelectors(sels []resourcev1.DeviceSelector, p *field.Path) field.Er
 
 func resourceClaims() *registry.Resource {
 	return &registry.Resource{GroupVersion: resourcev1.SchemeGroupVersion, Name: "resourceclaims", SingularName: "resourceclaim", Kind: "ResourceClaim",
-		Namespaced: true, Subresources: []string{"status"}, HasSpec: true,
+		Namespaced: true, Subresources: []string{"status"}, HasSpec: true, NoGeneration: true,
 		New: obj[resourcev1.ResourceClaim](), NewList: obj[resourcev1.ResourceClaimList](),
 		Validate: func(o runtime.Object) field.ErrorList {
 			return validateClaimSpec(&o.(*resourcev1.ResourceClaim).Spec, field.NewPath("spec"))
@@ -137,7 +137,7 @@ func validateExactRequest(class string, mode resourcev1.DeviceAllocationMode, co
 
 func resourceClaimTemplates() *registry.Resource {
 	return &registry.Resource{GroupVersion: resourcev1.SchemeGroupVersion, Name: "resourceclaimtemplates", SingularName: "resourceclaimtemplate",
-		Kind: "ResourceClaimTemplate", Namespaced: true, HasSpec: true,
+		Kind: "ResourceClaimTemplate", Namespaced: true, HasSpec: true, NoGeneration: true,
 		New: obj[resourcev1.ResourceClaimTemplate](), NewList: obj[resourcev1.ResourceClaimTemplateList](),
 		Validate: func(o runtime.Object) field.ErrorList {
 			t := o.(*resourcev1.ResourceClaimTemplate)

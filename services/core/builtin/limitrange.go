@@ -18,7 +18,7 @@ import (
 // LimitRanger admission plugin applies them to pods.
 func limitRanges() *registry.Resource {
 	return &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "limitranges", SingularName: "limitrange", Kind: "LimitRange",
-		Namespaced: true, ShortNames: []string{"limits"}, HasSpec: true,
+		Namespaced: true, ShortNames: []string{"limits"}, HasSpec: true, NoGeneration: true,
 		New: obj[corev1.LimitRange](), NewList: obj[corev1.LimitRangeList](),
 		Validate: func(o runtime.Object) field.ErrorList { return validateLimitRange(o.(*corev1.LimitRange)) },
 		Columns:  roleColumns, Cells: roleCells}

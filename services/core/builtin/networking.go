@@ -329,7 +329,7 @@ func validateNetworkPolicyPeer(peer *networkingv1.NetworkPolicyPeer, p *field.Pa
 // kube's validation and columns.
 func ipAddresses() *registry.Resource {
 	return &registry.Resource{GroupVersion: networkingv1.SchemeGroupVersion, Name: "ipaddresses", SingularName: "ipaddress", Kind: "IPAddress",
-		ShortNames: []string{"ip"}, HasSpec: true, NoAgeColumn: true, New: obj[networkingv1.IPAddress](), NewList: obj[networkingv1.IPAddressList](),
+		ShortNames: []string{"ip"}, HasSpec: true, NoGeneration: true, NoAgeColumn: true, New: obj[networkingv1.IPAddress](), NewList: obj[networkingv1.IPAddressList](),
 		ValidateName: func(name string, _ bool) []string {
 			a, err := netip.ParseAddr(name)
 			if err != nil || a.Zone() != "" {
@@ -384,7 +384,7 @@ func ipAddresses() *registry.Resource {
 // serviceCIDRs are networking.k8s.io/v1 ServiceCIDRs with kube's validation and columns.
 func serviceCIDRs() *registry.Resource {
 	return &registry.Resource{GroupVersion: networkingv1.SchemeGroupVersion, Name: "servicecidrs", SingularName: "servicecidr", Kind: "ServiceCIDR",
-		Subresources: []string{"status"}, HasSpec: true, New: obj[networkingv1.ServiceCIDR](), NewList: obj[networkingv1.ServiceCIDRList](),
+		Subresources: []string{"status"}, HasSpec: true, NoGeneration: true, New: obj[networkingv1.ServiceCIDR](), NewList: obj[networkingv1.ServiceCIDRList](),
 		Validate: func(o runtime.Object) field.ErrorList {
 			cidrs := o.(*networkingv1.ServiceCIDR).Spec.CIDRs
 			p := field.NewPath("spec", "cidrs")

@@ -20,7 +20,7 @@ import (
 // each create against them.
 func resourceQuotas() *registry.Resource {
 	return &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "resourcequotas", SingularName: "resourcequota", Kind: "ResourceQuota",
-		Namespaced: true, ShortNames: []string{"quota"}, Subresources: []string{"status"}, HasSpec: true,
+		Namespaced: true, ShortNames: []string{"quota"}, Subresources: []string{"status"}, HasSpec: true, NoGeneration: true,
 		New: obj[corev1.ResourceQuota](), NewList: obj[corev1.ResourceQuotaList](),
 		Validate: func(o runtime.Object) field.ErrorList { return validateResourceQuota(o.(*corev1.ResourceQuota), nil) },
 		ValidateUpdate: func(o, old runtime.Object) field.ErrorList {

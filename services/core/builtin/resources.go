@@ -97,7 +97,7 @@ func Resources(opts Options) []*registry.Resource {
 		services(opts.Services),
 		pods,
 		{GroupVersion: v1, Name: "nodes", SingularName: "node", Kind: "Node", ShortNames: []string{"no"},
-			Subresources: []string{"status"}, HasSpec: true, New: obj[corev1.Node](), NewList: obj[corev1.NodeList](),
+			Subresources: []string{"status"}, HasSpec: true, NoGeneration: true, New: obj[corev1.Node](), NewList: obj[corev1.NodeList](),
 			Columns: nodeColumns, Cells: nodeCells},
 		{GroupVersion: apps, Name: "deployments", SingularName: "deployment", Kind: "Deployment", Namespaced: true,
 			ShortNames: []string{"deploy"}, Categories: []string{"all"}, Subresources: []string{"scale", "status"}, HasSpec: true,
@@ -156,7 +156,7 @@ func Resources(opts Options) []*registry.Resource {
 			Validate: validateRole, AuthorizeWrite: esc.role, Columns: roleColumns, Cells: roleCells},
 	}, admission.ConfigurationResources()...), []*registry.Resource{
 		{GroupVersion: coordinationv1.SchemeGroupVersion, Name: "leases", SingularName: "lease", Kind: "Lease", Namespaced: true,
-			HasSpec: true, New: obj[coordinationv1.Lease](), NewList: obj[coordinationv1.LeaseList](),
+			HasSpec: true, NoGeneration: true, New: obj[coordinationv1.Lease](), NewList: obj[coordinationv1.LeaseList](),
 			Columns: leaseColumns, Cells: leaseCells},
 		flowSchemas(),
 		priorityLevelConfigurations(),

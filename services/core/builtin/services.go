@@ -21,7 +21,7 @@ import (
 // lists what it serves), kube's validation and columns.
 func services(alloc ServiceAllocator) *registry.Resource {
 	r := &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "services", SingularName: "service", Kind: "Service", Namespaced: true,
-		ShortNames: []string{"svc"}, Categories: []string{"all"}, Subresources: []string{"proxy", "status"}, HasSpec: true,
+		ShortNames: []string{"svc"}, Categories: []string{"all"}, Subresources: []string{"proxy", "status"}, HasSpec: true, NoGeneration: true,
 		New: obj[corev1.Service](), NewList: obj[corev1.ServiceList](),
 		PrepareForCreate: func(_ context.Context, o runtime.Object) { o.(*corev1.Service).Status = corev1.ServiceStatus{} },
 		Validate:         func(o runtime.Object) field.ErrorList { return validateService(o.(*corev1.Service)) },

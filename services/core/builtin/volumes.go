@@ -48,7 +48,7 @@ func validateAccessModes(modes []corev1.PersistentVolumeAccessMode, p *field.Pat
 // persistentVolumes are v1 PersistentVolumes.
 func persistentVolumes() *registry.Resource {
 	return &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "persistentvolumes", SingularName: "persistentvolume",
-		Kind: "PersistentVolume", ShortNames: []string{"pv"}, Subresources: []string{"status"}, HasSpec: true,
+		Kind: "PersistentVolume", ShortNames: []string{"pv"}, Subresources: []string{"status"}, HasSpec: true, NoGeneration: true,
 		New: obj[corev1.PersistentVolume](), NewList: obj[corev1.PersistentVolumeList](),
 		PrepareForCreate: func(_ context.Context, o runtime.Object) {
 			o.(*corev1.PersistentVolume).Status = corev1.PersistentVolumeStatus{Phase: corev1.VolumePending,
@@ -173,7 +173,7 @@ func unset(s *string) string {
 // persistentVolumeClaims are v1 PersistentVolumeClaims.
 func persistentVolumeClaims() *registry.Resource {
 	return &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "persistentvolumeclaims", SingularName: "persistentvolumeclaim",
-		Kind: "PersistentVolumeClaim", Namespaced: true, ShortNames: []string{"pvc"}, Subresources: []string{"status"}, HasSpec: true,
+		Kind: "PersistentVolumeClaim", Namespaced: true, ShortNames: []string{"pvc"}, Subresources: []string{"status"}, HasSpec: true, NoGeneration: true,
 		New: obj[corev1.PersistentVolumeClaim](), NewList: obj[corev1.PersistentVolumeClaimList](),
 		PrepareForCreate: func(_ context.Context, o runtime.Object) {
 			o.(*corev1.PersistentVolumeClaim).Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}
@@ -257,7 +257,7 @@ func validatePVCSpec(s *corev1.PersistentVolumeClaimSpec, p *field.Path) field.E
 // csiNodes are storage.k8s.io/v1 CSINodes (one per node, written by the kubelet).
 func csiNodes() *registry.Resource {
 	return &registry.Resource{GroupVersion: storagev1.SchemeGroupVersion, Name: "csinodes", SingularName: "csinode", Kind: "CSINode",
-		Subresources: []string{"status"}, HasSpec: true, New: obj[storagev1.CSINode](), NewList: obj[storagev1.CSINodeList](),
+		Subresources: []string{"status"}, HasSpec: true, NoGeneration: true, New: obj[storagev1.CSINode](), NewList: obj[storagev1.CSINodeList](),
 		Validate: func(o runtime.Object) field.ErrorList {
 			var errs field.ErrorList
 			p := field.NewPath("spec", "drivers")
@@ -286,7 +286,7 @@ func csiNodes() *registry.Resource {
 // volumeAttachments are storage.k8s.io/v1 VolumeAttachments.
 func volumeAttachments() *registry.Resource {
 	return &registry.Resource{GroupVersion: storagev1.SchemeGroupVersion, Name: "volumeattachments", SingularName: "volumeattachment",
-		Kind: "VolumeAttachment", Subresources: []string{"status"}, HasSpec: true,
+		Kind: "VolumeAttachment", Subresources: []string{"status"}, HasSpec: true, NoGeneration: true,
 		New: obj[storagev1.VolumeAttachment](), NewList: obj[storagev1.VolumeAttachmentList](),
 		Validate: func(o runtime.Object) field.ErrorList {
 			s := o.(*storagev1.VolumeAttachment).Spec
@@ -345,7 +345,7 @@ func boolInt(b bool) int {
 // objects are kept for the tools that create them.
 func storageVersionMigrations() *registry.Resource {
 	return &registry.Resource{GroupVersion: storagemigrationv1.SchemeGroupVersion, Name: "storageversionmigrations", SingularName: "storageversionmigration",
-		Kind: "StorageVersionMigration", Subresources: []string{"status"}, HasSpec: true, NoAgeColumn: true,
+		Kind: "StorageVersionMigration", Subresources: []string{"status"}, HasSpec: true, NoGeneration: true, NoAgeColumn: true,
 		New: obj[storagemigrationv1.StorageVersionMigration](), NewList: obj[storagemigrationv1.StorageVersionMigrationList](),
 		Validate: func(o runtime.Object) field.ErrorList {
 			r := o.(*storagemigrationv1.StorageVersionMigration).Spec.Resource

@@ -21,7 +21,8 @@ import (
 // podTemplates are v1 PodTemplates.
 func podTemplates() *registry.Resource {
 	return &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "podtemplates", SingularName: "podtemplate", Kind: "PodTemplate",
-		Namespaced: true, NoAgeColumn: true, New: obj[corev1.PodTemplate](), NewList: obj[corev1.PodTemplateList](),
+		Namespaced: true, NoAgeColumn: true, HasSpec: true, SpecField: "Template",
+		New: obj[corev1.PodTemplate](), NewList: obj[corev1.PodTemplateList](),
 		Validate: func(o runtime.Object) field.ErrorList {
 			return validatePodTemplate(&o.(*corev1.PodTemplate).Template, field.NewPath("template"))
 		},
