@@ -80,11 +80,7 @@ func validateClaimSpec(s *resourcev1.ResourceClaimSpec, p *field.Path) field.Err
 	names := map[string]bool{}
 	for i, r := range s.Devices.Requests {
 		ip := rp.Index(i)
-		if r.Name == "" {
-			errs = append(errs, field.Required(ip.Child("name"), ""))
-		} else {
-			errs = append(errs, dns1123Label(r.Name, ip.Child("name"))...)
-		}
+		errs = append(errs, requiredLabel(r.Name, ip.Child("name"))...)
 		if names[r.Name] {
 			errs = append(errs, field.Duplicate(ip.Child("name"), r.Name))
 		}
@@ -100,11 +96,7 @@ func validateClaimSpec(s *resourcev1.ResourceClaimSpec, p *field.Path) field.Err
 		default:
 			for j, sub := range r.FirstAvailable {
 				sp := ip.Child("firstAvailable").Index(j)
-				if sub.Name == "" {
-					errs = append(errs, field.Required(sp.Child("name"), ""))
-				} else {
-					errs = append(errs, dns1123Label(sub.Name, sp.Child("name"))...)
-				}
+				errs = append(errs, requiredLabel(sub.Name, sp.Child("name"))...)
 				errs = append(errs, validateExactRequest(sub.DeviceClassName, sub.AllocationMode, sub.Count, sp)...)
 				errs = append(errs, validateSelectors(sub.Selectors, sp.Child("selectors"))...)
 			}
@@ -178,11 +170,7 @@ func resourceSlices() *registry.Resource {
 			}
 			for i, d := range s.Devices {
 				dp := p.Child("devices").Index(i)
-				if d.Name == "" {
-					errs = append(errs, field.Required(dp.Child("name"), ""))
-				} else {
-					errs = append(errs, dns1123Label(d.Name, dp.Child("name"))...)
-				}
+				errs = append(errs, requiredLabel(d.Name, dp.Child("name"))...)
 			}
 			return errs
 		},

@@ -44,25 +44,22 @@ func validatePodSpec(s *corev1.PodSpec, p *field.Path) field.ErrorList {
 		errs = append(errs, field.Required(cp, ""))
 	}
 	names := sets.New[string]()
-	for i := range s.Containers {
-		c := &s.Containers[i]
-		errs = append(errs, validateContainer(c, vols, cp.Index(i))...)
-		if names.Has(c.Name) {
-			errs = append(errs, field.Duplicate(cp.Index(i).Child("name"), c.Name))
+	for _, list := range []struct {
+		containers []corev1.Container
+		path       *field.Path
+		init       bool
+	}{{s.Containers, cp, false}, {s.InitContainers, p.Child("initContainers"), true}} {
+		for i := range list.containers {
+			c := &list.containers[i]
+			errs = append(errs, validateContainer(c, vols, list.path.Index(i))...)
+			if names.Has(c.Name) {
+				errs = append(errs, field.Duplicate(list.path.Index(i).Child("name"), c.Name))
+			}
+			names.Insert(c.Name)
+			if !list.init && c.RestartPolicy != nil {
+				errs = append(errs, field.Forbidden(list.path.Index(i).Child("restartPolicy"), "may not be set for non-init containers"))
+			}
 		}
-		names.Insert(c.Name)
-		if c.RestartPolicy != nil {
-			errs = append(errs, field.Forbidden(cp.Index(i).Child("restartPolicy"), "may not be set for non-init containers"))
-		}
-	}
-	ip := p.Child("initContainers")
-	for i := range s.InitContainers {
-		c := &s.InitContainers[i]
-		errs = append(errs, validateContainer(c, vols, ip.Index(i))...)
-		if names.Has(c.Name) {
-			errs = append(errs, field.Duplicate(ip.Index(i).Child("name"), c.Name))
-		}
-		names.Insert(c.Name)
 	}
 	errs = append(errs, supported(p.Child("restartPolicy"), s.RestartPolicy, corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)...)
 	if s.DNSPolicy == "" {
@@ -122,11 +119,7 @@ func validateVolumes(volumes []corev1.Volume, p *field.Path) (sets.Set[string], 
 		vp := p.Index(i)
 		el := validateVolumeSource(&v.VolumeSource, vp)
 		np := vp.Child("name")
-		if v.Name == "" {
-			el = append(el, field.Required(np, ""))
-		} else {
-			el = append(el, dns1123Label(v.Name, np)...)
-		}
+		el = append(el, requiredLabel(v.Name, np)...)
 		if names.Has(v.Name) {
 			el = append(el, field.Duplicate(np, v.Name))
 		}
@@ -201,11 +194,7 @@ func validateFileMode(mode *int32, p *field.Path) field.ErrorList {
 
 func validateContainer(c *corev1.Container, volumes sets.Set[string], p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if c.Name == "" {
-		errs = append(errs, field.Required(p.Child("name"), ""))
-	} else {
-		errs = append(errs, dns1123Label(c.Name, p.Child("name"))...)
-	}
+	errs = append(errs, requiredLabel(c.Name, p.Child("name"))...)
 	if c.Image == "" {
 		errs = append(errs, field.Required(p.Child("image"), ""))
 	}
@@ -346,6 +335,14 @@ func dns1123Label(v string, p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(p, v, msg))
 	}
 	return errs
+}
+
+// requiredLabel: v is set and a DNS label.
+func requiredLabel(v string, p *field.Path) field.ErrorList {
+	if v == "" {
+		return field.ErrorList{field.Required(p, "")}
+	}
+	return dns1123Label(v, p)
 }
 
 func dnsSubdomain(v string, p *field.Path) field.ErrorList {

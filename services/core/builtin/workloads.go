@@ -231,49 +231,51 @@ func hpaTargets(specs []autoscalingv2.MetricSpec, statuses []autoscalingv2.Metri
 }
 
 func hpaTarget(s autoscalingv2.MetricSpec, st *autoscalingv2.MetricStatus) string {
-	current := "<unknown>"
+	var cur *autoscalingv2.MetricValueStatus
 	switch s.Type {
 	case autoscalingv2.ExternalMetricSourceType:
-		if s.External.Target.AverageValue != nil {
-			if st != nil && st.External != nil && st.External.Current.AverageValue != nil {
-				current = st.External.Current.AverageValue.String()
-			}
-			return fmt.Sprintf("%s/%s (avg)", current, s.External.Target.AverageValue.String())
-		}
 		if st != nil && st.External != nil {
-			current = st.External.Current.Value.String()
+			cur = &st.External.Current
 		}
-		return fmt.Sprintf("%s/%s", current, s.External.Target.Value.String())
+		return valueTarget(s.External.Target, cur)
+	case autoscalingv2.ObjectMetricSourceType:
+		if st != nil && st.Object != nil {
+			cur = &st.Object.Current
+		}
+		return valueTarget(s.Object.Target, cur)
 	case autoscalingv2.PodsMetricSourceType:
+		current := "<unknown>"
 		if st != nil && st.Pods != nil {
 			current = st.Pods.Current.AverageValue.String()
 		}
 		return fmt.Sprintf("%s/%s", current, s.Pods.Target.AverageValue.String())
-	case autoscalingv2.ObjectMetricSourceType:
-		if s.Object.Target.AverageValue != nil {
-			if st != nil && st.Object != nil && st.Object.Current.AverageValue != nil {
-				current = st.Object.Current.AverageValue.String()
-			}
-			return fmt.Sprintf("%s/%s (avg)", current, s.Object.Target.AverageValue.String())
-		}
-		if st != nil && st.Object != nil {
-			current = st.Object.Current.Value.String()
-		}
-		return fmt.Sprintf("%s/%s", current, s.Object.Target.Value.String())
 	case autoscalingv2.ResourceMetricSourceType:
-		var cur *autoscalingv2.MetricValueStatus
 		if st != nil && st.Resource != nil {
 			cur = &st.Resource.Current
 		}
 		return resourceTarget(string(s.Resource.Name), s.Resource.Target, cur)
 	case autoscalingv2.ContainerResourceMetricSourceType:
-		var cur *autoscalingv2.MetricValueStatus
 		if st != nil && st.ContainerResource != nil {
 			cur = &st.ContainerResource.Current
 		}
 		return resourceTarget(string(s.ContainerResource.Name), s.ContainerResource.Target, cur)
 	}
 	return "<unknown type>"
+}
+
+// valueTarget is an external or object metric's cell: current/target, "(avg)" for an average.
+func valueTarget(target autoscalingv2.MetricTarget, cur *autoscalingv2.MetricValueStatus) string {
+	current := "<unknown>"
+	if target.AverageValue != nil {
+		if cur != nil && cur.AverageValue != nil {
+			current = cur.AverageValue.String()
+		}
+		return fmt.Sprintf("%s/%s (avg)", current, target.AverageValue.String())
+	}
+	if cur != nil {
+		current = cur.Value.String()
+	}
+	return fmt.Sprintf("%s/%s", current, target.Value.String())
 }
 
 func resourceTarget(name string, target autoscalingv2.MetricTarget, cur *autoscalingv2.MetricValueStatus) string {

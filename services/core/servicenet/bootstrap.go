@@ -57,10 +57,25 @@ func (a *Allocator) EnsureDefaults(ctx context.Context, targetPort int32) error 
 		Spec: corev1.ServiceSpec{ClusterIP: a.net.KubernetesServiceIP().String(), Type: corev1.ServiceTypeClusterIP, SessionAffinity: corev1.ServiceAffinityNone,
 			Ports: []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(targetPort)}}},
 	}
-	if err := a.client.Create(ctx, services, metav1.NamespaceDefault, svc); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("service default/kubernetes: %w", err)
+	// Created only when missing: a create of the existing one fails on its address first, as
+	// kube's does, and so does the create of a replica that lost the race to another.
+	for attempt := 0; ; attempt++ {
+		if _, err := a.client.Get(ctx, services, metav1.NamespaceDefault, svc.Name); !apierrors.IsNotFound(err) {
+			return err // there (nil), or a real error
+		}
+		err := a.client.Create(ctx, services, metav1.NamespaceDefault, svc.DeepCopy())
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		if attempt == 20 {
+			return fmt.Errorf("service default/kubernetes: %w", err)
+		}
+		select { // another replica's create may be in flight: look again
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return nil
 }
 
 // Repair frees, every interval, the cluster IPs and node ports whose service does not hold them

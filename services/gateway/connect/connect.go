@@ -7,14 +7,13 @@ package connect
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/requestinfo"
-	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/services/gateway/filters"
+	"github.com/apichain/apichain/services/gateway/informer"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -31,24 +30,11 @@ func Is(info *requestinfo.RequestInfo) bool {
 	return false
 }
 
-// Getter reads one object through the chain.
-type Getter interface {
-	Get(ctx context.Context, req *resourcev1.GetRequest) (*resourcev1.GetResponse, error)
-}
-
 // Handler answers the connecting subresources.
-type Handler struct{ Objects Getter }
+type Handler struct{ Objects informer.Getter }
 
 func (h *Handler) read(ctx context.Context, resource, namespace, name string, out any) error {
-	resp, err := h.Objects.Get(ctx, &resourcev1.GetRequest{Ref: &resourcev1.ResourceRef{Version: "v1", Resource: resource, Namespace: namespace, Name: name},
-		Encoding: &resourcev1.Encoding{Accept: "application/json"}})
-	if err != nil {
-		return &apierrors.StatusError{ErrStatus: *rpcstatus.ToKube(err)}
-	}
-	if err := json.Unmarshal(resp.GetBody().GetData(), out); err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	return nil
+	return informer.GetJSON(ctx, h.Objects, &resourcev1.ResourceRef{Version: "v1", Resource: resource, Namespace: namespace, Name: name}, out)
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -16,6 +16,7 @@ import (
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/rpcstatus"
 	"google.golang.org/grpc"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -201,4 +202,22 @@ func (i *Informer) watch(ctx context.Context, rv string) (string, error) {
 		i.mu.Unlock()
 		i.onChange()
 	}
+}
+
+// Getter reads one object through the chain.
+type Getter interface {
+	Get(ctx context.Context, req *resourcev1.GetRequest) (*resourcev1.GetResponse, error)
+}
+
+// GetJSON reads the object ref names into out, from JSON; a backend's error comes back as
+// kube's Status error (a missing object is a NotFound).
+func GetJSON(ctx context.Context, g Getter, ref *resourcev1.ResourceRef, out any) error {
+	resp, err := g.Get(ctx, &resourcev1.GetRequest{Ref: ref, Encoding: &resourcev1.Encoding{Accept: "application/json"}})
+	if err != nil {
+		return &apierrors.StatusError{ErrStatus: *rpcstatus.ToKube(err)}
+	}
+	if err := json.Unmarshal(resp.GetBody().GetData(), out); err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	return nil
 }

@@ -2,14 +2,11 @@ package serviceaccount
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"sync"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
-	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/services/gateway/informer"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -76,13 +73,5 @@ func (o *Objects) get(ctx context.Context, k kind, namespace, name string) (obje
 
 // read gets the object live from the chain into out (JSON).
 func (o *Objects) read(ctx context.Context, resource, namespace, name string, out any) error {
-	resp, err := o.reader.Get(ctx, &resourcev1.GetRequest{Ref: resourceRef(resource, namespace, name),
-		Encoding: &resourcev1.Encoding{Accept: "application/json"}})
-	if err != nil {
-		return &apierrors.StatusError{ErrStatus: *rpcstatus.ToKube(err)}
-	}
-	if err := json.Unmarshal(resp.GetBody().GetData(), out); err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	return nil
+	return informer.GetJSON(ctx, o.reader, resourceRef(resource, namespace, name), out)
 }
