@@ -106,3 +106,33 @@ func TestNoPlanForUndefaultedKinds(t *testing.T) {
 		t.Error("Deployment has no defaulting walk")
 	}
 }
+
+// The +default markers of k8s.io/api's types are applied where the types appear.
+func TestDeclaredDefaults(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{RBD: &corev1.RBDVolumeSource{RBDImage: "img"}}}},
+		Containers: []corev1.Container{{Name: "c", Ports: []corev1.ContainerPort{{ContainerPort: 80}},
+			LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9}}}}},
+	}}
+	setDefaults(pod)
+	rbd := pod.Spec.Volumes[0].RBD
+	if rbd.RBDPool != "rbd" || rbd.RadosUser != "admin" || rbd.Keyring != "/etc/ceph/keyring" {
+		t.Errorf("rbd defaults: %+v", rbd)
+	}
+	if p := pod.Spec.Containers[0].Ports[0].Protocol; p != corev1.ProtocolTCP {
+		t.Errorf("container port protocol %q", p)
+	}
+	if s := pod.Spec.Containers[0].LivenessProbe.GRPC.Service; s == nil || *s != "" {
+		t.Errorf("grpc service %v, want a pointer to \"\"", s)
+	}
+	rc := &corev1.ReplicationController{Spec: corev1.ReplicationControllerSpec{}}
+	setDefaults(rc)
+	if rc.Spec.Replicas == nil || *rc.Spec.Replicas != 1 {
+		t.Errorf("rc replicas %v", rc.Spec.Replicas)
+	}
+	other := &corev1.ReplicationController{}
+	setDefaults(other)
+	if other.Spec.Replicas == rc.Spec.Replicas {
+		t.Error("two objects share one defaulted pointer")
+	}
+}
