@@ -84,11 +84,12 @@ generate: tools googleapis
 	buf lint
 	rm -rf gen/apichain gen/openapiv2
 	buf generate
+	cd pkg && go generate ./openapi
 
 # CI: the committed generated code must be what `make generate` makes.
 check-generate: generate
-	git diff --exit-code -- gen proto
-	test -z "$$(git status --porcelain -- gen proto)"
+	git diff --exit-code -- gen proto pkg/openapi/zz_generated.tags.go
+	test -z "$$(git status --porcelain -- gen proto pkg/openapi)"
 
 clean:
 	rm -rf $(BIN) third_party/googleapis

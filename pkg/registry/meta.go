@@ -47,8 +47,14 @@ func prefix(r *Resource, namespace string) string {
 // decodeStored reads a stored object and sets its resourceVersion to the etcd revision.
 func (h *Handler) decodeStored(r *Resource, data []byte, rev int64) (runtime.Object, error) {
 	obj := r.New()
+	if c := r.Convert; c != nil {
+		obj = c.NewStored()
+	}
 	if err := json.Unmarshal(data, obj); err != nil {
 		return nil, fmt.Errorf("decoding stored %s: %w", r.Name, err)
+	}
+	if c := r.Convert; c != nil {
+		obj = c.FromStored(obj)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(r.GroupVersion.WithKind(r.Kind))
 	acc, err := meta.Accessor(obj)
@@ -68,6 +74,11 @@ func (h *Handler) encodeStored(r *Resource, obj runtime.Object) ([]byte, error) 
 	rv := acc.GetResourceVersion()
 	acc.SetResourceVersion("")
 	defer acc.SetResourceVersion(rv)
+	if c := r.Convert; c != nil {
+		stored := c.ToStored(obj)
+		stored.GetObjectKind().SetGroupVersionKind(c.Stored.WithKind(r.Kind))
+		return json.Marshal(stored)
+	}
 	gv := r.GroupVersion
 	if !r.StoredAs.Empty() {
 		gv = r.StoredAs
@@ -75,6 +86,23 @@ func (h *Handler) encodeStored(r *Resource, obj runtime.Object) ([]byte, error) 
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gv.WithKind(r.Kind))
 	return json.Marshal(obj)
+}
+
+// readBack is what a write returns: the object as a read of the stored one gives it (a
+// converted kind's response is what its stored form converts back to, as kube's is).
+func readBack(r *Resource, obj runtime.Object) runtime.Object {
+	c := r.Convert
+	if c == nil {
+		return obj
+	}
+	out := c.FromStored(c.ToStored(obj))
+	if acc, err := meta.Accessor(obj); err == nil {
+		if oacc, err := meta.Accessor(out); err == nil {
+			oacc.SetResourceVersion(acc.GetResourceVersion())
+		}
+	}
+	out.GetObjectKind().SetGroupVersionKind(r.GroupVersion.WithKind(r.Kind))
+	return out
 }
 
 const nameChars = "bcdfghjklmnpqrstvwxz2456789"

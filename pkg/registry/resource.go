@@ -67,6 +67,9 @@ type Resource struct {
 	// StoredAs is the group/version objects are stored in when it is not the resource's own (a
 	// custom resource served in several versions is stored in its CRD's storage version).
 	StoredAs schema.GroupVersion
+	// Convert, when set, stores a typed kind in another version of its group (kube keeps
+	// autoscaling/v1 HorizontalPodAutoscalers as autoscaling/v2).
+	Convert *Conversion
 	// TypeConverter types a custom resource's objects for server-side apply (from its
 	// schema); without one they are typed by their content.
 	TypeConverter managedfields.TypeConverter
@@ -127,6 +130,14 @@ type Resource struct {
 	// SpecField is the field whose changes bump generation when it is not Spec (a webhook
 	// configuration's Webhooks).
 	SpecField string
+}
+
+// Conversion converts a typed kind to the version it is stored in and back.
+type Conversion struct {
+	Stored     schema.GroupVersion
+	NewStored  func() runtime.Object
+	ToStored   func(obj runtime.Object) runtime.Object
+	FromStored func(stored runtime.Object) runtime.Object
 }
 
 // specField is the field whose changes bump generation.

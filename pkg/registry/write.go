@@ -186,7 +186,7 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 	}
 	written = true
 	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
-	return obj, nil
+	return readBack(r, obj), nil
 }
 
 // allocationError is an Allocate error as the client sees it: field errors are the kind's 422.
@@ -371,7 +371,7 @@ func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.Resou
 			r.Release(ctx, next, current)
 		}
 		acc.SetResourceVersion(strconv.FormatInt(rev, 10))
-		return next, nil
+		return readBack(r, next), nil
 	}
 }
 

@@ -136,6 +136,12 @@ func builtinWorkloadCases() []suiteCase {
 			`re:(?m)^NAME\s+MIN AVAILABLE\s+MAX UNAVAILABLE\s+ALLOWED DISRUPTIONS\s+AGE\nweb\s+1\s+N/A\s+0\s+\S+$`),
 		get("hpa columns", []string{"hpa", "-n", "shop"},
 			`re:(?m)^NAME\s+REFERENCE\s+TARGETS\s+MINPODS\s+MAXPODS\s+REPLICAS\s+AGE\nweb\s+Deployment/web\s+cpu: <unknown>/70%\s+2\s+10\s+0\s+\S+$`),
+		{name: "the autoscaler in autoscaling/v1", who: "admin", kubectl: []string{"get", "--raw", "/apis/autoscaling/v1/namespaces/shop/horizontalpodautoscalers/web"},
+			want: `"targetCPUUtilizationPercentage":70`},
+		apply("a v1 autoscaler", "apiVersion: autoscaling/v1\nkind: HorizontalPodAutoscaler\nmetadata: {name: legacy, namespace: shop}\n"+
+			"spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}, maxReplicas: 4}\n", "horizontalpodautoscaler.autoscaling/legacy created"),
+		{name: "read as v2 it targets 80% CPU", who: "admin", kubectl: []string{"get", "--raw", "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/legacy"},
+			want: `"metrics":[{"type":"Resource","resource":{"name":"cpu","target":{"type":"Utilization","averageUtilization":80}}}]`},
 		get("network policy defaults", []string{"netpol", "web", "-n", "shop", "-o", "jsonpath={.spec.policyTypes} {.spec.ingress[0].ports[0].protocol}"},
 			`["Ingress","Egress"] TCP`),
 		get("network policy columns", []string{"netpol", "-n", "shop"}, `re:(?m)^NAME\s+POD-SELECTOR\s+AGE\nweb\s+app=web\s+\S+$`),

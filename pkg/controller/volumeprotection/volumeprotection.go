@@ -51,7 +51,7 @@ func Run(ctx context.Context, c *registry.Client, log *slog.Logger, resync time.
 }
 
 func pass(ctx context.Context, c *registry.Client, pvcs, pvs, pods *registry.Resource) error {
-	claims, err := c.ListCached(ctx, pvcs, "")
+	claims, err := c.List(ctx, pvcs, "", "") // not the cache: a change is reported before the cache may have it
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func pass(ctx context.Context, c *registry.Client, pvcs, pvs, pods *registry.Res
 			}
 		}
 	}
-	volumes, err := c.ListCached(ctx, pvs, "")
+	volumes, err := c.List(ctx, pvs, "", "")
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func pass(ctx context.Context, c *registry.Client, pvcs, pvs, pods *registry.Res
 // claimInUse: a pod of the claim's namespace that has not finished mounts it (directly, or
 // as the claim of an ephemeral volume).
 func claimInUse(ctx context.Context, c *registry.Client, pods *registry.Resource, pvc *corev1.PersistentVolumeClaim) (bool, error) {
-	list, err := c.ListCached(ctx, pods, pvc.Namespace)
+	list, err := c.List(ctx, pods, pvc.Namespace, "")
 	if err != nil {
 		return false, err
 	}

@@ -67,6 +67,7 @@ func Resources(opts Options) []*registry.Resource {
 		Merges: podMerges, Columns: podColumns, Cells: podCells}
 	podsOf := func() *registry.Resource { return pods }
 	budgets := podDisruptionBudgets()
+	hpa := horizontalPodAutoscalers()
 	pods.Actions = map[string]*registry.Action{"binding": bindingAction(podsOf),
 		"eviction": evictionAction(podsOf, func() *registry.Resource { return budgets })}
 	return withDefaults(append(append([]*registry.Resource{
@@ -169,7 +170,8 @@ func Resources(opts Options) []*registry.Resource {
 		csiStorageCapacities(),
 		endpointSlices(),
 		controllerRevisions(),
-		horizontalPodAutoscalers(),
+		hpa,
+		horizontalPodAutoscalersV1(hpa),
 		jobs(),
 		cronJobs(),
 		certificateSigningRequests(),
