@@ -28,7 +28,9 @@ const (
 var hpaRoundTrip = []string{hpaMetricsAnnotation, hpaCurrentMetricsAnnotation, hpaConditionsAnnotation, hpaBehaviorAnnotation}
 
 func horizontalPodAutoscalersV1(v2 *registry.Resource) *registry.Resource {
-	toV2 := func(o runtime.Object) *autoscalingv2.HorizontalPodAutoscaler { return hpaToV2(o.(*autoscalingv1.HorizontalPodAutoscaler)) }
+	toV2 := func(o runtime.Object) *autoscalingv2.HorizontalPodAutoscaler {
+		return hpaToV2(o.(*autoscalingv1.HorizontalPodAutoscaler))
+	}
 	return &registry.Resource{GroupVersion: autoscalingv1.SchemeGroupVersion, Name: "horizontalpodautoscalers", SingularName: "horizontalpodautoscaler",
 		Kind: "HorizontalPodAutoscaler", Namespaced: true, ShortNames: []string{"hpa"}, Categories: []string{"all"},
 		Subresources: []string{"status"}, HasSpec: true,
