@@ -56,6 +56,9 @@ func (h *Handler) decodeStored(r *Resource, data []byte, rev int64) (runtime.Obj
 	if c := r.Convert; c != nil {
 		obj = c.FromStored(obj)
 	}
+	if r.Default != nil { // kube defaults what it reads from etcd too (a job's labels come from its template)
+		r.Default(obj)
+	}
 	obj.GetObjectKind().SetGroupVersionKind(r.GroupVersion.WithKind(r.Kind))
 	acc, err := meta.Accessor(obj)
 	if err != nil {

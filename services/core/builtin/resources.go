@@ -4,6 +4,7 @@ package builtin
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"github.com/apichain/apichain/pkg/admission"
@@ -129,6 +130,15 @@ func Resources(opts Options) []*registry.Resource {
 		{GroupVersion: apps, Name: "daemonsets", SingularName: "daemonset", Kind: "DaemonSet", Namespaced: true,
 			ShortNames: []string{"ds"}, Categories: []string{"all"}, Subresources: []string{"status"}, HasSpec: true,
 			New: obj[appsv1.DaemonSet](), NewList: obj[appsv1.DaemonSetList](), Validate: validateDaemonSet,
+			PrepareForCreate: func(_ context.Context, o runtime.Object) { setTemplateGeneration(o.(*appsv1.DaemonSet), 1) },
+			PrepareForUpdate: func(o, old runtime.Object) {
+				d, prev := o.(*appsv1.DaemonSet), old.(*appsv1.DaemonSet)
+				gen, _ := strconv.ParseInt(prev.Annotations[daemonSetTemplateGeneration], 10, 64)
+				if !apiequality.Semantic.DeepEqual(d.Spec.Template, prev.Spec.Template) {
+					gen++
+				}
+				setTemplateGeneration(d, gen)
+			},
 			ValidateUpdate: func(o, old runtime.Object) field.ErrorList {
 				return immutableSelector(o.(*appsv1.DaemonSet).Spec.Selector, old.(*appsv1.DaemonSet).Spec.Selector)
 			},
@@ -205,6 +215,16 @@ type Options struct {
 type ServiceAllocator interface {
 	Allocate(ctx context.Context, obj, old runtime.Object, dryRun bool) (func(), error)
 	Release(ctx context.Context, obj, old runtime.Object)
+}
+
+// daemonSetTemplateGeneration is where apps/v1 keeps the template generation kube counts.
+const daemonSetTemplateGeneration = "deprecated.daemonset.template.generation"
+
+func setTemplateGeneration(d *appsv1.DaemonSet, gen int64) {
+	if d.Annotations == nil {
+		d.Annotations = map[string]string{}
+	}
+	d.Annotations[daemonSetTemplateGeneration] = strconv.FormatInt(gen, 10)
 }
 
 // withDefaults gives every typed resource kube's defaulting (defaults.go) unless it has its own.
