@@ -87,7 +87,7 @@ func TestDiscoveryAPIResourceList(t *testing.T) {
 					{Name: "pods", SingularName: "pod", Namespaced: true, Kind: "Pod",
 						Verbs: metav1.Verbs{"create", "delete", "get", "list"}, ShortNames: []string{"po"}, Categories: []string{"all"}},
 					{Name: "pods/status", Namespaced: true, Kind: "Pod", Verbs: metav1.Verbs{"get", "patch", "update"}},
-					{Name: "pods/log", Namespaced: true, Kind: "Pod", Verbs: metav1.Verbs{"get", "patch", "update"}},
+					{Name: "pods/log", Namespaced: true, Kind: "Pod", Verbs: metav1.Verbs{"get"}}, // as kube lists pods/log,
 					{Name: "namespaces", SingularName: "namespace", Kind: "Namespace", Verbs: metav1.Verbs{"get", "list"}, ShortNames: []string{"ns"}},
 				},
 			}

@@ -195,6 +195,8 @@ spec:
 			"* spec.containers[0].imagePullPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"IfNotPresent\", \"Never\"\n"+
 			"* spec.containers[0].resources.requests: Invalid value: \"2\": must be less than or equal to cpu limit of 1\n"+
 			"* spec.containers[1].name: Duplicate value: \"c\"\n"),
+		invalid("privileged containers need --allow-privileged", "apiVersion: v1\nkind: Pod\nmetadata: {name: priv, namespace: shop}\nspec: {containers: [{name: c, image: x, securityContext: {privileged: true}}]}\n",
+			`The Pod "priv" is invalid: spec.containers[0].securityContext.privileged: Forbidden: disallowed by cluster policy`),
 		invalid("pod needs containers", "apiVersion: v1\nkind: Pod\nmetadata: {name: bad2, namespace: shop}\nspec: {}\n", `The Pod "bad2" is invalid: spec.containers: Required value`),
 		invalid("deployment selector must match", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: bad3, namespace: shop}\nspec:\n  selector: {matchLabels: {app: x}}\n  template:\n    metadata: {labels: {app: yy}}\n    spec: {containers: [{name: c}]}\n",
 			"* spec.template.metadata.labels: Invalid value: {\"app\":\"yy\"}: `selector` does not match template `labels`\n* spec.template.spec.containers[0].image: Required value"),

@@ -7,6 +7,7 @@ package app
 
 import (
 	"context"
+	"github.com/spf13/pflag"
 	"time"
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
@@ -29,7 +30,12 @@ import (
 )
 
 // Service is the core backend: what it serves and how it is set up.
-var Service = backend.Service{Name: topology.Core, Served: Served, Setup: Setup, Flags: Network.AddFlags}
+var Service = backend.Service{Name: topology.Core, Served: Served, Setup: Setup, Flags: func(fs *pflag.FlagSet) {
+	Network.AddFlags(fs)
+	fs.BoolVar(&allowPrivileged, "allow-privileged", false, "If true, allow privileged containers.")
+}}
+
+var allowPrivileged bool
 
 // Network are the service network flags (--service-cluster-ip-range, --service-node-port-range).
 var Network = servicenet.NewOptions()
@@ -49,6 +55,7 @@ func Setup(b *backend.Backend) error {
 	if err != nil {
 		return err
 	}
+	builtin.AllowPrivileged(allowPrivileged)
 	network, err := Network.Parse()
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -20,6 +21,13 @@ import (
 // resources), init containers, restart and DNS policy, node selector, service account, node
 // name, deadlines, host and subdomain names, tolerations and priority class name. Security
 // contexts, affinity, topology spread and probes' fine print are not checked yet.
+
+// allowPrivileged is --allow-privileged: kube's process-wide capability (its capabilities
+// package), false unless the flag says otherwise.
+var allowPrivileged atomic.Bool
+
+// AllowPrivileged sets whether containers may run privileged.
+func AllowPrivileged(allow bool) { allowPrivileged.Store(allow) }
 
 // validatePodTemplate is kube's ValidatePodTemplateSpec, for workloads' templates.
 func validatePodTemplate(t *corev1.PodTemplateSpec, p *field.Path) field.ErrorList {
@@ -257,6 +265,9 @@ func validateContainer(c *corev1.Container, volumes sets.Set[string], p *field.P
 	}
 	errs = append(errs, supported(p.Child("imagePullPolicy"), c.ImagePullPolicy, corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever)...)
 	errs = append(errs, validateResources(&c.Resources, p.Child("resources"))...)
+	if sc := c.SecurityContext; sc != nil && sc.Privileged != nil && *sc.Privileged && !allowPrivileged.Load() {
+		errs = append(errs, field.Forbidden(p.Child("securityContext", "privileged"), "disallowed by cluster policy"))
+	}
 	return errs
 }
 
