@@ -1,8 +1,10 @@
 package builtin
 
 import (
+	"encoding/json"
 	"fmt"
 
+	"github.com/pmezard/go-difflib/difflib"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -204,4 +206,53 @@ func validateStatefulSetUpdate(o, old runtime.Object) field.ErrorList {
 		return field.ErrorList{field.Forbidden(field.NewPath("spec"), "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden")}
 	}
 	return nil
+}
+
+// podUpdateForbidden is kube's message for a pod update that changes more than it may.
+const podUpdateForbidden = "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`," +
+	"`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations)," +
+	"`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"
+
+// validatePodUpdate: a pod's spec changes only in its images, its deadline, added tolerations
+// and a negative grace period set to 1 (resources and ephemeral containers change through their
+// subresources), as kube allows; the refusal shows what changed.
+func validatePodUpdate(o, old runtime.Object) field.ErrorList {
+	spec, prev := o.(*corev1.Pod).Spec.DeepCopy(), &old.(*corev1.Pod).Spec
+	for _, lists := range [][2][]corev1.Container{{spec.Containers, prev.Containers}, {spec.InitContainers, prev.InitContainers}} {
+		for i := range lists[0] {
+			if i < len(lists[1]) {
+				lists[0][i].Image = lists[1][i].Image
+				lists[0][i].Resources, lists[0][i].ResizePolicy = lists[1][i].Resources, lists[1][i].ResizePolicy
+			}
+		}
+	}
+	spec.ActiveDeadlineSeconds = prev.ActiveDeadlineSeconds
+	if containsTolerations(spec.Tolerations, prev.Tolerations) {
+		spec.Tolerations = prev.Tolerations
+	}
+	if g, pg := spec.TerminationGracePeriodSeconds, prev.TerminationGracePeriodSeconds; g != nil && pg != nil && *pg < 0 && *g == 1 {
+		spec.TerminationGracePeriodSeconds = pg
+	}
+	spec.EphemeralContainers = prev.EphemeralContainers
+	if apiequality.Semantic.DeepEqual(spec, prev) {
+		return nil
+	}
+	a, _ := json.MarshalIndent(prev, "", " ")
+	b, _ := json.MarshalIndent(spec, "", " ")
+	diff, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(string(a)), B: difflib.SplitLines(string(b)), Context: 3})
+	return field.ErrorList{field.Forbidden(field.NewPath("spec"), podUpdateForbidden+"\n"+diff)}
+}
+
+// containsTolerations: every toleration of old is in tolerations.
+func containsTolerations(tolerations, old []corev1.Toleration) bool {
+	for _, o := range old {
+		found := false
+		for _, t := range tolerations {
+			found = found || apiequality.Semantic.DeepEqual(o, t)
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }

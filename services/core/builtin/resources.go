@@ -64,7 +64,8 @@ func Resources(opts Options) []*registry.Resource {
 		Categories: []string{"all"}, HasSpec: true,
 		// binding, eviction, ephemeralcontainers and resize are served here; the others by the gateway.
 		Subresources: []string{"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "proxy", "resize", "status"},
-		New:          obj[corev1.Pod](), NewList: obj[corev1.PodList](), PrepareForCreate: preparePod, Validate: validatePod, FieldLabels: podFields,
+		New:          obj[corev1.Pod](), NewList: obj[corev1.PodList](), PrepareForCreate: preparePod, Validate: validatePod,
+		ValidateUpdate: validatePodUpdate, FieldLabels: podFields,
 		Merges: podMerges, Columns: podColumns, Cells: podCells}
 	podsOf := func() *registry.Resource { return pods }
 	budgets := podDisruptionBudgets()
