@@ -138,7 +138,7 @@ func (h *Handler) delete(ctx context.Context, r *Resource, ref *resourcev1.Resou
 			if r.OnDeletionStart != nil {
 				r.OnDeletionStart(current)
 			}
-			if r.HasSpec { // kube bumps generation when deletion starts
+			if r.HasSpec && !r.NoGeneration { // kube bumps generation when deletion starts
 				acc.SetGeneration(acc.GetGeneration() + 1)
 			}
 			data, err := h.encodeStored(r, current)
