@@ -2,13 +2,13 @@ package registry
 
 import (
 	"context"
-	"encoding/json"
+
 	"fmt"
+	"github.com/apichain/apichain/pkg/openapi"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
 // fieldManagers track managedFields and run server-side apply for a Set's kinds, typed by
@@ -28,18 +28,9 @@ type fmKey struct {
 }
 
 func newFieldManagers(s *Scheme, set *Set) (*fieldManagers, error) {
-	v2, err := set.OpenAPIV2()
+	defs, err := openapi.V2Definitions(set.OpenAPIKinds())
 	if err != nil {
 		return nil, err
-	}
-	var swagger spec.Swagger
-	if err := json.Unmarshal(v2, &swagger); err != nil {
-		return nil, err
-	}
-	defs := make(map[string]*spec.Schema, len(swagger.Definitions))
-	for name := range swagger.Definitions {
-		d := swagger.Definitions[name]
-		defs[name] = &d
 	}
 	tc, err := managedfields.NewTypeConverter(defs, false)
 	if err != nil {
