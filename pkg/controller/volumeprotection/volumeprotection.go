@@ -24,7 +24,8 @@ const (
 )
 
 // Run removes the finalizers of claims and volumes being deleted that nothing uses, on every
-// change to claims, volumes or pods and every resync, until ctx is done.
+// change to claims or volumes, every resync, and the changes to pods while a claim waits for
+// its pods to go, until ctx is done.
 func Run(ctx context.Context, c *registry.Client, log *slog.Logger, resync time.Duration) {
 	pvcs, ok1 := c.Lookup(corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"))
 	pvs, ok2 := c.Lookup(corev1.SchemeGroupVersion.WithResource("persistentvolumes"))
@@ -36,24 +37,32 @@ func Run(ctx context.Context, c *registry.Client, log *slog.Logger, resync time.
 	t := time.NewTicker(resync)
 	defer t.Stop()
 	for {
-		if err := pass(ctx, c, pvcs, pvs, pods); err != nil && ctx.Err() == nil {
+		waiting, err := pass(ctx, c, pvcs, pvs, pods)
+		if err != nil && ctx.Err() == nil {
 			log.Warn("volume protection", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-claimChanges:
-		case <-volumeChanges:
-		case <-podChanges:
-		case <-t.C:
+		for again := false; !again; {
+			select {
+			case <-ctx.Done():
+				return
+			case <-claimChanges:
+				again = true
+			case <-volumeChanges:
+				again = true
+			case <-podChanges:
+				again = waiting || err != nil // a pod write matters only to a claim in use (or a failed pass)
+			case <-t.C:
+				again = true
+			}
 		}
 	}
 }
 
-func pass(ctx context.Context, c *registry.Client, pvcs, pvs, pods *registry.Resource) error {
+// pass unprotects what it may; waiting says a claim being deleted is still in use.
+func pass(ctx context.Context, c *registry.Client, pvcs, pvs, pods *registry.Resource) (waiting bool, err error) {
 	claims, err := c.List(ctx, pvcs, "", "") // not the cache: a change is reported before the cache may have it
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, o := range claims {
 		pvc := o.(*corev1.PersistentVolumeClaim)
@@ -62,27 +71,28 @@ func pass(ctx context.Context, c *registry.Client, pvcs, pvs, pods *registry.Res
 		}
 		inUse, err := claimInUse(ctx, c, pods, pvc)
 		if err != nil {
-			return err
+			return false, err
 		}
+		waiting = waiting || inUse
 		if !inUse {
 			if err := unprotect(ctx, c, pvcs, pvc.Namespace, pvc.Name, PVCProtection); err != nil {
-				return err
+				return waiting, err
 			}
 		}
 	}
 	volumes, err := c.List(ctx, pvs, "", "")
 	if err != nil {
-		return err
+		return waiting, err
 	}
 	for _, o := range volumes {
 		pv := o.(*corev1.PersistentVolume)
 		if pv.DeletionTimestamp != nil && slices.Contains(pv.Finalizers, PVProtection) && pv.Status.Phase != corev1.VolumeBound {
 			if err := unprotect(ctx, c, pvs, "", pv.Name, PVProtection); err != nil {
-				return err
+				return waiting, err
 			}
 		}
 	}
-	return nil
+	return waiting, nil
 }
 
 // claimInUse: a pod of the claim's namespace that has not finished mounts it (directly, or

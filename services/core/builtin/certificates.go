@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -150,7 +151,7 @@ func validateCSR(csr *certificatesv1.CertificateSigningRequest) field.ErrorList 
 	}
 	seen := map[certificatesv1.KeyUsage]bool{}
 	for i, u := range csr.Spec.Usages {
-		if !containsString(csrUsages, string(u)) {
+		if !slices.Contains(csrUsages, string(u)) {
 			errs = append(errs, field.NotSupported(p.Child("usages").Index(i), u, csrUsages))
 		}
 	}
@@ -242,15 +243,6 @@ func validateSignerName(p *field.Path, name string) field.ErrorList {
 		}
 	}
 	return errs
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // clusterTrustBundles are certificates.k8s.io/v1 ClusterTrustBundles.

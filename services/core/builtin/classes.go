@@ -41,9 +41,7 @@ func validateRuntimeClass(rc *nodev1.RuntimeClass) field.ErrorList {
 	if rc.Handler == "" {
 		errs = append(errs, field.Required(field.NewPath("handler"), ""))
 	} else {
-		for _, msg := range validation.IsDNS1123Label(rc.Handler) {
-			errs = append(errs, field.Invalid(field.NewPath("handler"), rc.Handler, msg))
-		}
+		errs = append(errs, invalidEach(field.NewPath("handler"), rc.Handler, validation.IsDNS1123Label(rc.Handler))...)
 	}
 	if o := rc.Overhead; o != nil {
 		p := field.NewPath("overhead", "podFixed")
@@ -81,9 +79,7 @@ func validateTolerations(tolerations []corev1.Toleration, p *field.Path) field.E
 		}
 		switch t.Operator {
 		case corev1.TolerationOpEqual, "":
-			for _, msg := range validation.IsValidLabelValue(t.Value) {
-				errs = append(errs, field.Invalid(q.Child("operator"), t.Value, msg))
-			}
+			errs = append(errs, invalidEach(q.Child("operator"), t.Value, validation.IsValidLabelValue(t.Value))...)
 		case corev1.TolerationOpExists:
 			if t.Value != "" {
 				errs = append(errs, field.Invalid(q.Child("operator"), t, "value must be empty when `operator` is 'Exists'"))
@@ -147,18 +143,14 @@ func validateIngressClass(ic *networkingv1.IngressClass) field.ErrorList {
 	}
 	q := p.Child("parameters")
 	if params.APIGroup != nil {
-		for _, msg := range validation.IsDNS1123Subdomain(*params.APIGroup) {
-			errs = append(errs, field.Invalid(q.Child("apiGroup"), *params.APIGroup, msg))
-		}
+		errs = append(errs, invalidEach(q.Child("apiGroup"), *params.APIGroup, validation.IsDNS1123Subdomain(*params.APIGroup))...)
 	}
 	for _, f := range []struct{ name, value string }{{"kind", params.Kind}, {"name", params.Name}} {
 		if f.value == "" {
 			errs = append(errs, field.Required(q.Child(f.name), ""))
 			continue
 		}
-		for _, msg := range path.IsValidPathSegmentName(f.value) {
-			errs = append(errs, field.Invalid(q.Child(f.name), f.value, msg))
-		}
+		errs = append(errs, invalidEach(q.Child(f.name), f.value, path.IsValidPathSegmentName(f.value))...)
 	}
 	if params.Scope == nil {
 		return append(errs, field.Required(q.Child("scope"), ""))
@@ -168,9 +160,7 @@ func validateIngressClass(ic *networkingv1.IngressClass) field.ErrorList {
 		if params.Namespace == nil {
 			errs = append(errs, field.Required(q.Child("namespace"), "`parameters.scope` is set to 'Namespace'"))
 		} else {
-			for _, msg := range validation.IsDNS1123Label(*params.Namespace) {
-				errs = append(errs, field.Invalid(q.Child("namespace"), *params.Namespace, msg))
-			}
+			errs = append(errs, invalidEach(q.Child("namespace"), *params.Namespace, validation.IsDNS1123Label(*params.Namespace))...)
 		}
 	case networkingv1.IngressClassParametersReferenceScopeCluster:
 		if params.Namespace != nil {
@@ -381,9 +371,7 @@ func validateProvisioner(name string, p *field.Path) field.ErrorList {
 	}
 	var errs field.ErrorList
 	lower := strings.ToLower(name)
-	for _, msg := range validation.IsQualifiedName(lower) {
-		errs = append(errs, field.Invalid(p, lower, msg))
-	}
+	errs = append(errs, invalidEach(p, lower, validation.IsQualifiedName(lower))...)
 	return errs
 }
 
@@ -446,9 +434,7 @@ func csiStorageCapacities() *registry.Resource {
 		Validate: func(o runtime.Object) field.ErrorList {
 			c := o.(*storagev1.CSIStorageCapacity)
 			errs := metav1validation.ValidateLabelSelector(c.NodeTopology, metav1validation.LabelSelectorValidationOptions{}, field.NewPath("nodeTopology"))
-			for _, msg := range validation.IsDNS1123Subdomain(c.StorageClassName) {
-				errs = append(errs, field.Invalid(field.NewPath("storageClassName"), c.StorageClassName, msg))
-			}
+			errs = append(errs, invalidEach(field.NewPath("storageClassName"), c.StorageClassName, validation.IsDNS1123Subdomain(c.StorageClassName))...)
 			if q := c.Capacity; q != nil && q.Cmp(resource.Quantity{}) < 0 {
 				errs = append(errs, field.Invalid(field.NewPath("capacity"), q.String(), "must be greater than or equal to 0"))
 			}

@@ -94,9 +94,7 @@ func validateEndpointSlice(es, old *discoveryv1.EndpointSlice) field.ErrorList {
 			q := pp.Index(i)
 			name := ptr.Deref(p.Name, "")
 			if name != "" {
-				for _, msg := range validation.IsDNS1123Label(name) {
-					errs = append(errs, field.Invalid(q.Child("name"), name, msg))
-				}
+				errs = append(errs, invalidEach(q.Child("name"), name, validation.IsDNS1123Label(name))...)
 			}
 			if names.Has(name) {
 				errs = append(errs, field.Duplicate(q.Child("name"), p.Name))
@@ -108,9 +106,7 @@ func validateEndpointSlice(es, old *discoveryv1.EndpointSlice) field.ErrorList {
 				errs = append(errs, field.NotSupported(q.Child("protocol"), *p.Protocol, sets.List(endpointProtocols)))
 			}
 			if p.AppProtocol != nil {
-				for _, msg := range validation.IsQualifiedName(*p.AppProtocol) {
-					errs = append(errs, field.Invalid(q.Child("appProtocol"), *p.AppProtocol, msg))
-				}
+				errs = append(errs, invalidEach(q.Child("appProtocol"), *p.AppProtocol, validation.IsQualifiedName(*p.AppProtocol))...)
 			}
 		}
 	}
@@ -153,9 +149,7 @@ func validateEndpointSlice(es, old *discoveryv1.EndpointSlice) field.ErrorList {
 			}
 		}
 		if e.NodeName != nil {
-			for _, msg := range validation.IsDNS1123Subdomain(*e.NodeName) {
-				errs = append(errs, field.Invalid(q.Child("nodeName"), *e.NodeName, msg))
-			}
+			errs = append(errs, invalidEach(q.Child("nodeName"), *e.NodeName, validation.IsDNS1123Subdomain(*e.NodeName))...)
 		}
 		tp := q.Child("deprecatedTopology")
 		if len(e.DeprecatedTopology) > 16 {
@@ -163,9 +157,7 @@ func validateEndpointSlice(es, old *discoveryv1.EndpointSlice) field.ErrorList {
 		}
 		errs = append(errs, metav1validation.ValidateLabels(e.DeprecatedTopology, tp)...)
 		if e.Hostname != nil {
-			for _, msg := range validation.IsDNS1123Label(*e.Hostname) {
-				errs = append(errs, field.Invalid(q.Child("hostname"), *e.Hostname, msg))
-			}
+			errs = append(errs, invalidEach(q.Child("hostname"), *e.Hostname, validation.IsDNS1123Label(*e.Hostname))...)
 		}
 		if h := e.Hints; h != nil {
 			errs = append(errs, validateHints(h, q.Child("hints"))...)
@@ -226,9 +218,7 @@ func validateHintNames(names []string, valid func(string) []string, p *field.Pat
 			errs = append(errs, field.Duplicate(q, name))
 		}
 		seen.Insert(name)
-		for _, msg := range valid(name) {
-			errs = append(errs, field.Invalid(q, name, msg))
-		}
+		errs = append(errs, invalidEach(q, name, valid(name))...)
 	}
 	return errs, false
 }

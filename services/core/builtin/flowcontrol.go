@@ -148,9 +148,7 @@ func validateFlowSchema(o runtime.Object) field.ErrorList {
 		errs = append(errs, field.NotSupported(p.Child("distinguisherMethod").Child("type"), internalForm{d}, sets.List(distinguishers)))
 	}
 	if name := spec.PriorityLevelConfiguration.Name; name != "" {
-		for _, msg := range validation.IsDNS1123Subdomain(name) {
-			errs = append(errs, field.Invalid(p.Child("priorityLevelConfiguration").Child("name"), name, msg))
-		}
+		errs = append(errs, invalidEach(p.Child("priorityLevelConfiguration").Child("name"), name, validation.IsDNS1123Subdomain(name))...)
 	} else {
 		errs = append(errs, field.Required(p.Child("priorityLevelConfiguration").Child("name"), "must reference a priority level"))
 	}
@@ -296,16 +294,12 @@ func validateFlowSubject(s flowcontrolv1.Subject, p *field.Path) field.ErrorList
 			if sa.Name == "" {
 				errs = append(errs, field.Required(q.Child("name"), ""))
 			} else if sa.Name != flowcontrolv1.NameAll {
-				for _, msg := range apivalidation.ValidateServiceAccountName(sa.Name, false) {
-					errs = append(errs, field.Invalid(q.Child("name"), sa.Name, msg))
-				}
+				errs = append(errs, invalidEach(q.Child("name"), sa.Name, apivalidation.ValidateServiceAccountName(sa.Name, false))...)
 			}
 			if sa.Namespace == "" {
 				errs = append(errs, field.Required(q.Child("namespace"), "must specify namespace for service account"))
 			} else {
-				for _, msg := range apivalidation.ValidateNamespaceName(sa.Namespace, false) {
-					errs = append(errs, field.Invalid(q.Child("namespace"), sa.Namespace, msg))
-				}
+				errs = append(errs, invalidEach(q.Child("namespace"), sa.Namespace, apivalidation.ValidateNamespaceName(sa.Namespace, false))...)
 			}
 		}
 		forbid("user", s.User != nil, "User")

@@ -29,9 +29,7 @@ const maxDataSize = 1 << 20
 func validateKeys(path *field.Path, keys []string, size int) field.ErrorList {
 	var errs field.ErrorList
 	for _, k := range keys {
-		for _, msg := range validation.IsConfigMapKey(k) {
-			errs = append(errs, field.Invalid(path.Key(k), k, msg))
-		}
+		errs = append(errs, invalidEach(path.Key(k), k, validation.IsConfigMapKey(k))...)
 	}
 	if size > maxDataSize {
 		errs = append(errs, field.TooLong(path, "", maxDataSize))

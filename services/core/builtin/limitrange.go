@@ -124,9 +124,7 @@ func validateLimitRange(lr *corev1.LimitRange) field.ErrorList {
 
 func validateLimitType(t corev1.LimitType, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, msg := range validation.IsQualifiedName(string(t)) {
-		errs = append(errs, field.Invalid(p, t, msg))
-	}
+	errs = append(errs, invalidEach(p, t, validation.IsQualifiedName(string(t)))...)
 	if len(errs) == 0 && !strings.Contains(string(t), "/") && !standardLimitTypes.Has(string(t)) {
 		errs = append(errs, field.Invalid(p, t, "must be a standard limit type or fully qualified"))
 	}
@@ -135,9 +133,7 @@ func validateLimitType(t corev1.LimitType, p *field.Path) field.ErrorList {
 
 func validateLimitResourceName(t corev1.LimitType, name corev1.ResourceName, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, msg := range validation.IsQualifiedName(string(name)) {
-		errs = append(errs, field.Invalid(p, name, msg))
-	}
+	errs = append(errs, invalidEach(p, name, validation.IsQualifiedName(string(name)))...)
 	if len(errs) > 0 {
 		return errs
 	}

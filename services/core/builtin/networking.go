@@ -99,9 +99,7 @@ func validateIngressSpec(s *networkingv1.IngressSpec, p *field.Path) field.Error
 			if strings.Contains(r.Host, "*") {
 				check = validation.IsWildcardDNS1123Subdomain
 			}
-			for _, msg := range check(r.Host) {
-				errs = append(errs, field.Invalid(rp.Child("host"), r.Host, msg))
-			}
+			errs = append(errs, invalidEach(rp.Child("host"), r.Host, check(r.Host))...)
 		}
 		if r.HTTP == nil {
 			continue
@@ -148,20 +146,14 @@ func validateIngressSpec(s *networkingv1.IngressSpec, p *field.Path) field.Error
 			if strings.Contains(host, "*") {
 				check = validation.IsWildcardDNS1123Subdomain
 			}
-			for _, msg := range check(host) {
-				errs = append(errs, field.Invalid(tp.Child("hosts").Index(j), host, msg))
-			}
+			errs = append(errs, invalidEach(tp.Child("hosts").Index(j), host, check(host))...)
 		}
 		if tls.SecretName != "" {
-			for _, msg := range apivalidation.NameIsDNSSubdomain(tls.SecretName, false) {
-				errs = append(errs, field.Invalid(tp.Child("secretName"), tls.SecretName, msg))
-			}
+			errs = append(errs, invalidEach(tp.Child("secretName"), tls.SecretName, apivalidation.NameIsDNSSubdomain(tls.SecretName, false))...)
 		}
 	}
 	if s.IngressClassName != nil {
-		for _, msg := range apivalidation.NameIsDNSSubdomain(*s.IngressClassName, false) {
-			errs = append(errs, field.Invalid(p.Child("ingressClassName"), *s.IngressClassName, msg))
-		}
+		errs = append(errs, invalidEach(p.Child("ingressClassName"), *s.IngressClassName, apivalidation.NameIsDNSSubdomain(*s.IngressClassName, false))...)
 	}
 	return errs
 }
@@ -184,21 +176,15 @@ func validateIngressBackend(b *networkingv1.IngressBackend, p *field.Path) field
 		if b.Service.Name == "" {
 			errs = append(errs, field.Required(sp.Child("name"), ""))
 		} else {
-			for _, msg := range apivalidation.NameIsDNS1035Label(b.Service.Name, false) {
-				errs = append(errs, field.Invalid(sp.Child("name"), b.Service.Name, msg))
-			}
+			errs = append(errs, invalidEach(sp.Child("name"), b.Service.Name, apivalidation.NameIsDNS1035Label(b.Service.Name, false))...)
 		}
 		switch port := b.Service.Port; {
 		case port.Name != "" && port.Number != 0:
 			errs = append(errs, field.Invalid(p, "", "cannot set both port name & port number"))
 		case port.Name != "":
-			for _, msg := range validation.IsValidPortName(port.Name) {
-				errs = append(errs, field.Invalid(sp.Child("port", "name"), port.Name, msg))
-			}
+			errs = append(errs, invalidEach(sp.Child("port", "name"), port.Name, validation.IsValidPortName(port.Name))...)
 		case port.Number != 0:
-			for _, msg := range validation.IsValidPortNum(int(port.Number)) {
-				errs = append(errs, field.Invalid(sp.Child("port", "number"), port.Number, msg))
-			}
+			errs = append(errs, invalidEach(sp.Child("port", "number"), port.Number, validation.IsValidPortNum(int(port.Number)))...)
 		default:
 			errs = append(errs, field.Required(p, "port name or number is required"))
 		}
@@ -263,24 +249,18 @@ func validateNetworkPolicyPort(port *networkingv1.NetworkPolicyPort, p *field.Pa
 			errs = append(errs, field.Invalid(p.Child("endPort"), *port.EndPort, "may not be specified when `port` is not specified"))
 		}
 	case port.Port.Type == intstr.Int:
-		for _, msg := range validation.IsValidPortNum(int(port.Port.IntVal)) {
-			errs = append(errs, field.Invalid(p.Child("port"), port.Port.IntVal, msg))
-		}
+		errs = append(errs, invalidEach(p.Child("port"), port.Port.IntVal, validation.IsValidPortNum(int(port.Port.IntVal)))...)
 		if port.EndPort != nil {
 			if *port.EndPort < port.Port.IntVal {
 				errs = append(errs, field.Invalid(p.Child("endPort"), *port.EndPort, "must be greater than or equal to `port`"))
 			}
-			for _, msg := range validation.IsValidPortNum(int(*port.EndPort)) {
-				errs = append(errs, field.Invalid(p.Child("endPort"), *port.EndPort, msg))
-			}
+			errs = append(errs, invalidEach(p.Child("endPort"), *port.EndPort, validation.IsValidPortNum(int(*port.EndPort)))...)
 		}
 	default:
 		if port.EndPort != nil {
 			errs = append(errs, field.Invalid(p.Child("endPort"), *port.EndPort, "may not be specified when `port` is non-numeric"))
 		}
-		for _, msg := range validation.IsValidPortName(port.Port.StrVal) {
-			errs = append(errs, field.Invalid(p.Child("port"), port.Port.StrVal, msg))
-		}
+		errs = append(errs, invalidEach(p.Child("port"), port.Port.StrVal, validation.IsValidPortName(port.Port.StrVal))...)
 	}
 	return errs
 }
@@ -348,9 +328,7 @@ func ipAddresses() *registry.Resource {
 			}
 			var errs field.ErrorList
 			if ref.Group != "" {
-				for _, msg := range validation.IsDNS1123Subdomain(ref.Group) {
-					errs = append(errs, field.Invalid(p.Child("group"), ref.Group, msg))
-				}
+				errs = append(errs, invalidEach(p.Child("group"), ref.Group, validation.IsDNS1123Subdomain(ref.Group))...)
 			}
 			if ref.Resource == "" {
 				errs = append(errs, field.Required(p.Child("resource"), ""))

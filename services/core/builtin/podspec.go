@@ -83,18 +83,14 @@ func validatePodSpec(s *corev1.PodSpec, p *field.Path) field.ErrorList {
 		}
 	}
 	if s.ServiceAccountName != "" {
-		for _, msg := range apivalidation.ValidateServiceAccountName(s.ServiceAccountName, false) {
-			errs = append(errs, field.Invalid(p.Child("serviceAccountName"), s.ServiceAccountName, msg))
-		}
+		errs = append(errs, invalidEach(p.Child("serviceAccountName"), s.ServiceAccountName, apivalidation.ValidateServiceAccountName(s.ServiceAccountName, false))...)
 	}
 	if s.DeprecatedServiceAccount != s.ServiceAccountName { //nolint:staticcheck // kube keeps the alias in sync
 		errs = append(errs, field.Invalid(p.Child("deprecatedServiceAccount"), s.DeprecatedServiceAccount, //nolint:staticcheck // as above
 			fmt.Sprintf("must be the same as serviceAccountName: %q", s.ServiceAccountName)))
 	}
 	if s.NodeName != "" {
-		for _, msg := range apivalidation.NameIsDNSSubdomain(s.NodeName, false) {
-			errs = append(errs, field.Invalid(p.Child("nodeName"), s.NodeName, msg))
-		}
+		errs = append(errs, invalidEach(p.Child("nodeName"), s.NodeName, apivalidation.NameIsDNSSubdomain(s.NodeName, false))...)
 	}
 	if d := s.ActiveDeadlineSeconds; d != nil && (*d < 1 || *d > math.MaxInt32) {
 		errs = append(errs, field.Invalid(p.Child("activeDeadlineSeconds"), *d, validation.InclusiveRangeError(1, math.MaxInt32)))
@@ -106,9 +102,7 @@ func validatePodSpec(s *corev1.PodSpec, p *field.Path) field.ErrorList {
 	}
 	errs = append(errs, validateTolerations(s.Tolerations, p.Child("tolerations"))...)
 	if s.PriorityClassName != "" {
-		for _, msg := range apivalidation.NameIsDNSSubdomain(s.PriorityClassName, false) {
-			errs = append(errs, field.Invalid(p.Child("priorityClassName"), s.PriorityClassName, msg))
-		}
+		errs = append(errs, invalidEach(p.Child("priorityClassName"), s.PriorityClassName, apivalidation.NameIsDNSSubdomain(s.PriorityClassName, false))...)
 	}
 	return errs
 }
@@ -213,9 +207,7 @@ func validateContainer(c *corev1.Container, volumes sets.Set[string], p *field.P
 		pp := p.Child("ports").Index(i)
 		if port.Name != "" {
 			if msgs := validation.IsValidPortName(port.Name); len(msgs) > 0 {
-				for _, msg := range msgs {
-					errs = append(errs, field.Invalid(pp.Child("name"), port.Name, msg))
-				}
+				errs = append(errs, invalidEach(pp.Child("name"), port.Name, msgs)...)
 			} else if portNames.Has(port.Name) {
 				errs = append(errs, field.Duplicate(pp.Child("name"), port.Name))
 			} else {
@@ -225,14 +217,10 @@ func validateContainer(c *corev1.Container, volumes sets.Set[string], p *field.P
 		if port.ContainerPort == 0 {
 			errs = append(errs, field.Required(pp.Child("containerPort"), ""))
 		} else {
-			for _, msg := range validation.IsValidPortNum(int(port.ContainerPort)) {
-				errs = append(errs, field.Invalid(pp.Child("containerPort"), port.ContainerPort, msg))
-			}
+			errs = append(errs, invalidEach(pp.Child("containerPort"), port.ContainerPort, validation.IsValidPortNum(int(port.ContainerPort)))...)
 		}
 		if port.HostPort != 0 {
-			for _, msg := range validation.IsValidPortNum(int(port.HostPort)) {
-				errs = append(errs, field.Invalid(pp.Child("hostPort"), port.HostPort, msg))
-			}
+			errs = append(errs, invalidEach(pp.Child("hostPort"), port.HostPort, validation.IsValidPortNum(int(port.HostPort)))...)
 		}
 		errs = append(errs, supported(pp.Child("protocol"), port.Protocol, corev1.ProtocolSCTP, corev1.ProtocolTCP, corev1.ProtocolUDP)...)
 	}
@@ -242,9 +230,7 @@ func validateContainer(c *corev1.Container, volumes sets.Set[string], p *field.P
 			errs = append(errs, field.Required(np, ""))
 			continue
 		}
-		for _, msg := range validation.IsRelaxedEnvVarName(ev.Name) {
-			errs = append(errs, field.Invalid(np, ev.Name, msg))
-		}
+		errs = append(errs, invalidEach(np, ev.Name, validation.IsRelaxedEnvVarName(ev.Name))...)
 	}
 	mountPaths := sets.New[string]()
 	for i, m := range c.VolumeMounts {
@@ -340,12 +326,17 @@ func containerCells(cs []corev1.Container) (names, images string) {
 	return strings.Join(n, ","), strings.Join(im, ",")
 }
 
-func dns1123Label(v string, p *field.Path) field.ErrorList {
+// invalidEach makes each message of a check an Invalid error of the value at p.
+func invalidEach(p *field.Path, value any, msgs []string) field.ErrorList {
 	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Label(v) {
-		errs = append(errs, field.Invalid(p, v, msg))
+	for _, msg := range msgs {
+		errs = append(errs, field.Invalid(p, value, msg))
 	}
 	return errs
+}
+
+func dns1123Label(v string, p *field.Path) field.ErrorList {
+	return invalidEach(p, v, validation.IsDNS1123Label(v))
 }
 
 // requiredLabel: v is set and a DNS label.
@@ -357,17 +348,9 @@ func requiredLabel(v string, p *field.Path) field.ErrorList {
 }
 
 func dnsSubdomain(v string, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Subdomain(v) {
-		errs = append(errs, field.Invalid(p, v, msg))
-	}
-	return errs
+	return invalidEach(p, v, validation.IsDNS1123Subdomain(v))
 }
 
 func qualifiedName(v string, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.IsQualifiedName(v) {
-		errs = append(errs, field.Invalid(p, v, msg))
-	}
-	return errs
+	return invalidEach(p, v, validation.IsQualifiedName(v))
 }

@@ -79,9 +79,7 @@ func validateBinding(ref rbacv1.RoleRef, subjects []rbacv1.Subject, namespaced b
 	if ref.Name == "" {
 		errs = append(errs, field.Required(field.NewPath("roleRef", "name"), ""))
 	} else {
-		for _, msg := range rbacName(ref.Name, false) {
-			errs = append(errs, field.Invalid(field.NewPath("roleRef", "name"), ref.Name, msg))
-		}
+		errs = append(errs, invalidEach(field.NewPath("roleRef", "name"), ref.Name, rbacName(ref.Name, false))...)
 	}
 	for i, s := range subjects {
 		errs = append(errs, validateSubject(s, namespaced, field.NewPath("subjects").Index(i))...)
@@ -97,9 +95,7 @@ func validateSubject(s rbacv1.Subject, namespaced bool, p *field.Path) field.Err
 	switch s.Kind {
 	case rbacv1.ServiceAccountKind:
 		if s.Name != "" {
-			for _, msg := range apivalidation.ValidateServiceAccountName(s.Name, false) {
-				errs = append(errs, field.Invalid(p.Child("name"), s.Name, msg))
-			}
+			errs = append(errs, invalidEach(p.Child("name"), s.Name, apivalidation.ValidateServiceAccountName(s.Name, false))...)
 		}
 		if s.APIGroup != "" {
 			errs = append(errs, field.NotSupported(p.Child("apiGroup"), s.APIGroup, []string{""}))

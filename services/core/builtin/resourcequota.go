@@ -158,9 +158,7 @@ func scopeValidFor(scope corev1.ResourceQuotaScope, name string) bool {
 
 func validateQuotaResourceName(name string, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, msg := range validation.IsQualifiedName(name) {
-		errs = append(errs, field.Invalid(p, name, msg))
-	}
+	errs = append(errs, invalidEach(p, name, validation.IsQualifiedName(name))...)
 	if len(errs) > 0 {
 		return errs
 	}

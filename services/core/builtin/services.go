@@ -77,9 +77,7 @@ func validateService(svc *corev1.Service) field.ErrorList {
 			}
 			names.Insert(p.Name)
 		}
-		for _, msg := range validation.IsValidPortNum(int(p.Port)) {
-			errs = append(errs, field.Invalid(pp.Child("port"), p.Port, msg))
-		}
+		errs = append(errs, invalidEach(pp.Child("port"), p.Port, validation.IsValidPortNum(int(p.Port)))...)
 		errs = append(errs, supported(pp.Child("protocol"), p.Protocol, corev1.ProtocolSCTP, corev1.ProtocolTCP, corev1.ProtocolUDP)...)
 		errs = append(errs, validatePortNumOrName(p.TargetPort, pp.Child("targetPort"))...)
 		if p.AppProtocol != nil {
@@ -135,14 +133,10 @@ func validateService(svc *corev1.Service) field.ErrorList {
 func validatePortNumOrName(p intstr.IntOrString, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if p.Type == intstr.Int {
-		for _, msg := range validation.IsValidPortNum(p.IntValue()) {
-			errs = append(errs, field.Invalid(path, p.IntValue(), msg))
-		}
+		errs = append(errs, invalidEach(path, p.IntValue(), validation.IsValidPortNum(p.IntValue()))...)
 		return errs
 	}
-	for _, msg := range validation.IsValidPortName(p.StrVal) {
-		errs = append(errs, field.Invalid(path, p.StrVal, msg))
-	}
+	errs = append(errs, invalidEach(path, p.StrVal, validation.IsValidPortName(p.StrVal))...)
 	return errs
 }
 

@@ -74,9 +74,7 @@ func persistentVolumes() *registry.Resource {
 			}
 			errs = append(errs, onePVSource(&s.PersistentVolumeSource, p)...)
 			if s.StorageClassName != "" {
-				for _, msg := range apivalidation.NameIsDNSSubdomain(s.StorageClassName, false) {
-					errs = append(errs, field.Invalid(p.Child("storageClassName"), s.StorageClassName, msg))
-				}
+				errs = append(errs, invalidEach(p.Child("storageClassName"), s.StorageClassName, apivalidation.NameIsDNSSubdomain(s.StorageClassName, false))...)
 			}
 			if m := s.VolumeMode; m != nil && !sets.New(volumeModes...).Has(*m) {
 				errs = append(errs, field.NotSupported(p.Child("volumeMode"), *m, volumeModes))
@@ -244,9 +242,7 @@ func validatePVCSpec(s *corev1.PersistentVolumeClaimSpec, p *field.Path) field.E
 		errs = append(errs, field.Invalid(sp, q.String(), "must be greater than zero"))
 	}
 	if c := s.StorageClassName; c != nil && *c != "" {
-		for _, msg := range apivalidation.NameIsDNSSubdomain(*c, false) {
-			errs = append(errs, field.Invalid(p.Child("storageClassName"), *c, msg))
-		}
+		errs = append(errs, invalidEach(p.Child("storageClassName"), *c, apivalidation.NameIsDNSSubdomain(*c, false))...)
 	}
 	if m := s.VolumeMode; m != nil && !sets.New(volumeModes...).Has(*m) {
 		errs = append(errs, field.NotSupported(p.Child("volumeMode"), *m, volumeModes))
@@ -304,9 +300,7 @@ func volumeAttachments() *registry.Resource {
 			if s.NodeName == "" {
 				errs = append(errs, field.Required(p.Child("nodeName"), ""))
 			} else {
-				for _, msg := range apivalidation.NameIsDNSSubdomain(s.NodeName, false) {
-					errs = append(errs, field.Invalid(p.Child("nodeName"), s.NodeName, msg))
-				}
+				errs = append(errs, invalidEach(p.Child("nodeName"), s.NodeName, apivalidation.NameIsDNSSubdomain(s.NodeName, false))...)
 			}
 			return errs
 		},

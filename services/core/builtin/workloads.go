@@ -188,9 +188,7 @@ func validateHPASpec(s *autoscalingv2.HorizontalPodAutoscalerSpec, p *field.Path
 			errs = append(errs, field.Required(rp.Child(f.name), ""))
 			continue
 		}
-		for _, msg := range content.IsPathSegmentName(f.v) {
-			errs = append(errs, field.Invalid(rp.Child(f.name), f.v, msg))
-		}
+		errs = append(errs, invalidEach(rp.Child(f.name), f.v, content.IsPathSegmentName(f.v))...)
 	}
 	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil {
 		errs = append(errs, field.Invalid(rp.Child("apiVersion"), ref.APIVersion, err.Error()))

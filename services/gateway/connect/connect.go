@@ -48,10 +48,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func badRequest(msg string) error {
-	return &apierrors.StatusError{ErrStatus: apierrors.NewBadRequest(msg).ErrStatus}
-}
-
 // noConnection is the answer when kube would now open a connection apichain does not make.
 func noConnection(what string) error {
 	return apierrors.NewServiceUnavailable(fmt.Sprintf("apichain does not connect to %s: no kubelet or cluster network is reachable from the API server", what))
@@ -80,7 +76,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, info *requestinf
 	switch info.Subresource {
 	case "proxy":
 		if pod.Status.PodIP == "" {
-			return badRequest("address not allowed")
+			return apierrors.NewBadRequest("address not allowed")
 		}
 		return noConnection(fmt.Sprintf("pod %q", pod.Name))
 	case "log":
@@ -91,7 +87,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, info *requestinf
 		}
 	default: // exec, attach, portforward
 		if pod.Spec.NodeName == "" {
-			return badRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
+			return apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
 		}
 	}
 	if err := h.read(ctx, "nodes", "", pod.Spec.NodeName, &corev1.Node{}); apierrors.IsNotFound(err) {
