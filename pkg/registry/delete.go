@@ -56,7 +56,7 @@ func pendingDeletion(r *Resource, obj runtime.Object) bool {
 
 // Delete removes an object, or marks it for deletion while finalizers remain.
 func (h *Handler) Delete(ctx context.Context, req *resourcev1.DeleteRequest) (*resourcev1.DeleteResponse, error) {
-	r, err := h.lookup(req.GetRef(), "delete")
+	r, err := h.lookup(ctx, req.GetRef(), "delete")
 	if err != nil {
 		return nil, toGRPC(err)
 	}
@@ -182,7 +182,7 @@ func (h *Handler) finalDelete(ctx context.Context, r *Resource, ref *resourcev1.
 
 // DeleteCollection deletes every object matching the selectors.
 func (h *Handler) DeleteCollection(ctx context.Context, req *resourcev1.DeleteCollectionRequest) (*resourcev1.DeleteCollectionResponse, error) {
-	r, err := h.lookup(req.GetRef(), "deletecollection")
+	r, err := h.lookup(ctx, req.GetRef(), "deletecollection")
 	if err != nil {
 		return nil, toGRPC(err)
 	}

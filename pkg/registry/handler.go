@@ -55,7 +55,7 @@ func (h *Handler) Resources() *Set { return h.set.Load() }
 
 // lookup finds the resource of a request; one this backend does not serve is "not served",
 // so the gateway asks the next delegate.
-func (h *Handler) lookup(ref *resourcev1.ResourceRef, verb string, allowSub ...string) (*Resource, error) {
+func (h *Handler) lookup(ctx context.Context, ref *resourcev1.ResourceRef, verb string, allowSub ...string) (*Resource, error) {
 	gvr := schema.GroupVersionResource{Group: ref.GetGroup(), Version: ref.GetVersion(), Resource: ref.GetResource()}
 	r, ok := h.set.Load().Lookup(gvr)
 	if !ok {
@@ -78,6 +78,9 @@ func (h *Handler) lookup(ref *resourcev1.ResourceRef, verb string, allowSub ...s
 	}
 	if r.Namespaced && ref.GetNamespace() == "" && ref.GetName() != "" {
 		return nil, apierrors.NewNotFound(r.GroupResource(), ref.GetName())
+	}
+	if w := r.deprecation(); w != "" {
+		AddWarnings(ctx, w) // as kube warns on every request to a deprecated kind
 	}
 	return r, nil
 }
@@ -111,7 +114,7 @@ func (h *Handler) convert(r *Resource, obj runtime.Object, out output) (runtime.
 
 // Get reads one object (or its status or scale) at the request's resourceVersion.
 func (h *Handler) Get(ctx context.Context, req *resourcev1.GetRequest) (*resourcev1.GetResponse, error) {
-	r, err := h.lookup(req.GetRef(), "get", "status", "scale")
+	r, err := h.lookup(ctx, req.GetRef(), "get", "status", "scale")
 	if err != nil {
 		return nil, toGRPC(err)
 	}

@@ -212,7 +212,7 @@ func (h *Handler) list(ctx context.Context, r *Resource, namespace string, opts 
 
 // List reads a collection.
 func (h *Handler) List(ctx context.Context, req *resourcev1.ListRequest) (*resourcev1.ListResponse, error) {
-	r, err := h.lookup(req.GetRef(), "list")
+	r, err := h.lookup(ctx, req.GetRef(), "list")
 	if err != nil {
 		return nil, toGRPC(err)
 	}

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 
@@ -170,6 +171,38 @@ func (r *Resource) Verbs() []string {
 		return []string{"get", "list"}
 	}
 	return []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+}
+
+// deprecation is kube's warning for a kind its type marks deprecated (k8s.io/api's
+// APILifecycleDeprecated: "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1
+// EndpointSlice"), or "".
+func (r *Resource) deprecation() string {
+	if r.New == nil {
+		return ""
+	}
+	obj := r.New()
+	d, ok := obj.(interface{ APILifecycleDeprecated() (int, int) })
+	if !ok {
+		return ""
+	}
+	major, minor := d.APILifecycleDeprecated()
+	if major == 0 && minor == 0 {
+		return ""
+	}
+	w := fmt.Sprintf("%s %s is deprecated in v%d.%d+", r.GroupVersion.String(), r.Kind, major, minor)
+	if rm, ok := obj.(interface{ APILifecycleRemoved() (int, int) }); ok {
+		if major, minor := rm.APILifecycleRemoved(); major != 0 || minor != 0 {
+			w += fmt.Sprintf(", unavailable in v%d.%d+", major, minor)
+		}
+	}
+	if rp, ok := obj.(interface {
+		APILifecycleReplacement() schema.GroupVersionKind
+	}); ok {
+		if gvk := rp.APILifecycleReplacement(); !gvk.Empty() {
+			w += fmt.Sprintf("; use %s %s", gvk.GroupVersion().String(), gvk.Kind)
+		}
+	}
+	return w
 }
 
 // stored: the resource's objects live in storage (not a review, an action-only resource or a

@@ -25,7 +25,7 @@ var bookmarkInterval = 30 * time.Second
 // a 410 Gone ERROR event when etcd compacted it. sendInitialEvents=true replays and then
 // sends a BOOKMARK annotated k8s.io/initial-events-end.
 func (h *Handler) Watch(req *resourcev1.WatchRequest, stream grpc.ServerStreamingServer[resourcev1.WatchResponse]) error {
-	r, err := h.lookup(req.GetRef(), "watch")
+	r, err := h.lookup(stream.Context(), req.GetRef(), "watch")
 	if err != nil {
 		return toGRPC(err)
 	}

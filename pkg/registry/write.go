@@ -85,7 +85,7 @@ func validateFieldValidation(v string) error {
 
 // Create makes an object.
 func (h *Handler) Create(ctx context.Context, req *resourcev1.CreateRequest) (*resourcev1.CreateResponse, error) {
-	r, err := h.lookup(req.GetRef(), "create")
+	r, err := h.lookup(ctx, req.GetRef(), "create")
 	if err != nil {
 		return nil, toGRPC(err)
 	}
@@ -226,7 +226,7 @@ func (h *Handler) admitNamespace(ctx context.Context, r *Resource, namespace, na
 
 // Update replaces an object (or its status or scale).
 func (h *Handler) Update(ctx context.Context, req *resourcev1.UpdateRequest) (*resourcev1.UpdateResponse, error) {
-	r, err := h.lookup(req.GetRef(), "update", "status", "scale", "finalize")
+	r, err := h.lookup(ctx, req.GetRef(), "update", "status", "scale", "finalize")
 	if err != nil {
 		return nil, toGRPC(err)
 	}
@@ -466,7 +466,7 @@ const (
 
 // Patch changes an object with a JSON, merge or strategic merge patch.
 func (h *Handler) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*resourcev1.PatchResponse, error) {
-	r, err := h.lookup(req.GetRef(), "patch", "status", "scale")
+	r, err := h.lookup(ctx, req.GetRef(), "patch", "status", "scale")
 	if err != nil {
 		return nil, toGRPC(err)
 	}

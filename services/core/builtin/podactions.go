@@ -32,7 +32,9 @@ func bindingAction(pods func() *registry.Resource) *registry.Action {
 				return nil, 0, apierrors.NewBadRequest("name in URL does not match name in Binding object")
 			}
 			if errs := validatePodBinding(b); len(errs) > 0 {
-				return nil, 0, errs.ToAggregate()
+				// kube answers with the bare aggregate: a 500 without a reason
+				return nil, 0, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
+					Code: http.StatusInternalServerError, Message: errs.ToAggregate().Error()}}
 			}
 			_, err := c.Rewrite(ctx, pods(), namespace, b.Name, func(o runtime.Object) error {
 				p := o.(*corev1.Pod)
