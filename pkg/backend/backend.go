@@ -131,6 +131,15 @@ func (b *Backend) SetOpenAPI(src OpenAPISource) {
 // SetResources installs the ResourceService implementation (default: nothing is served).
 func (b *Backend) SetResources(r resourcev1.ResourceServiceServer) { b.resources = r }
 
+// WatchInstances keeps a registry of every instance's published lifecycle state (the
+// gateways', the other services') from NATS until ctx ends; while NATS is away, entries expire
+// after the lifecycle TTL.
+func (b *Backend) WatchInstances(ctx context.Context) *lifecycle.Registry {
+	reg := lifecycle.NewRegistry(b.opts.Lifecycle.TTL)
+	go lifecycle.WatchNATS(ctx, b.nc, b.opts.Lifecycle.TTL, reg, b.Log)
+	return reg
+}
+
 // Address is the advertised gRPC address.
 func (b *Backend) Address() string { return b.currentInstance().Address }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/storage"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -82,6 +84,9 @@ func (h *Handler) Delete(ctx context.Context, req *resourcev1.DeleteRequest) (*r
 }
 
 func (h *Handler) delete(ctx context.Context, r *Resource, ref *resourcev1.ResourceRef, opts *metav1.DeleteOptions, dryRun bool) (runtime.Object, bool, error) {
+	// The options are this object's: a graceful deletion fills in its grace period (kube's
+	// DeleteCollection copies them for each object too).
+	opts = opts.DeepCopy()
 	if opts == nil {
 		opts = &metav1.DeleteOptions{}
 	}
@@ -119,18 +124,26 @@ func (h *Handler) delete(ctx context.Context, r *Resource, ref *resourcev1.Resou
 		if err := h.validateAdmission(ctx, h.attributes(ctx, r, admission.Delete, "", nil, current.DeepCopyObject(), ref.GetNamespace(), ref.GetName(), dryRun, opts)); err != nil {
 			return nil, false, err
 		}
+		graceful, alreadyGraceful := h.beforeDelete(r, current, acc, opts)
+		if alreadyGraceful {
+			return current, false, nil // kube: the deletion under way goes on as it was
+		}
 		// Orphan and Foreground propagation hold the owner with a finalizer the garbage
 		// collector removes once the dependents are orphaned or gone (kube's semantics).
 		if f := propagationFinalizer(opts); f != "" && acc.GetDeletionTimestamp() == nil && !hasString(acc.GetFinalizers(), f) {
 			acc.SetFinalizers(append(acc.GetFinalizers(), f))
 		}
+		pending := pendingDeletion(r, current)
 		if dryRun {
-			return current, !pendingDeletion(r, current), nil
+			return current, !pending && ptr.Deref(acc.GetDeletionGracePeriodSeconds(), 0) == 0, nil
 		}
-		if pendingDeletion(r, current) {
-			if acc.GetDeletionTimestamp() != nil {
-				return current, false, nil // already being deleted
-			}
+		var write bool
+		switch {
+		case graceful: // marked by beforeDelete
+			write = true
+		case pending && acc.GetDeletionTimestamp() != nil:
+			return current, false, nil // already being deleted
+		case pending:
 			now := metav1.NewTime(h.now())
 			zero := int64(0)
 			acc.SetDeletionTimestamp(&now)
@@ -141,11 +154,15 @@ func (h *Handler) delete(ctx context.Context, r *Resource, ref *resourcev1.Resou
 			if r.HasSpec && !r.NoGeneration { // kube bumps generation when deletion starts
 				acc.SetGeneration(acc.GetGeneration() + 1)
 			}
+			write = true
+		}
+		rev := kv.ModRevision
+		if write {
 			data, err := h.encodeStored(r, current)
 			if err != nil {
 				return nil, false, apierrors.NewInternalError(err)
 			}
-			rev, err := h.store.Update(ctx, kv.Key, data, kv.ModRevision)
+			rev, err = h.store.Update(ctx, kv.Key, data, kv.ModRevision)
 			if err == storage.ErrConflict && attempt < 10 {
 				continue
 			}
@@ -153,14 +170,65 @@ func (h *Handler) delete(ctx context.Context, r *Resource, ref *resourcev1.Resou
 				return nil, false, storeError(err, r.GroupResource(), ref.GetName())
 			}
 			acc.SetResourceVersion(strconv.FormatInt(rev, 10))
-			return current, false, nil
+			// As kube: a graceful deletion with no grace left (a pod that never ran) is
+			// written marked, then deleted, so watchers see both.
+			if pending || ptr.Deref(acc.GetDeletionGracePeriodSeconds(), 0) > 0 {
+				return current, false, nil
+			}
 		}
-		obj, err := h.finalDelete(ctx, r, ref, current, kv.ModRevision)
+		obj, err := h.finalDelete(ctx, r, ref, current, rev)
 		if apierrors.IsConflict(err) && attempt < 10 {
 			continue
 		}
 		return obj, err == nil, err
 	}
+}
+
+// beforeDelete is kube's rest.BeforeDelete for r's graceful deletion: for an object not yet
+// marked it sets deletionTimestamp (now + grace) and deletionGracePeriodSeconds from
+// r.GracefulDelete and reports graceful; for one marked with grace left, a shorter grace
+// period moves its deletionTimestamp earlier (graceful), and any other delete leaves it
+// (alreadyGraceful). Negative grace periods count as 1 s.
+func (h *Handler) beforeDelete(r *Resource, obj runtime.Object, acc metav1.Object, opts *metav1.DeleteOptions) (graceful, alreadyGraceful bool) {
+	if g := opts.GracePeriodSeconds; g != nil && *g < 0 {
+		opts.GracePeriodSeconds = ptr.To[int64](1)
+	}
+	if g := acc.GetDeletionGracePeriodSeconds(); g != nil && *g < 0 {
+		acc.SetDeletionGracePeriodSeconds(ptr.To[int64](1))
+	}
+	if r.GracefulDelete == nil {
+		return false, false
+	}
+	if ts := acc.GetDeletionTimestamp(); ts != nil {
+		current := acc.GetDeletionGracePeriodSeconds()
+		if current == nil || *current == 0 {
+			return false, false // marked for its finalizers only: delete as any object
+		}
+		if opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds >= *current {
+			return false, true
+		}
+		period := *opts.GracePeriodSeconds
+		when := metav1.NewTime(ts.Add(time.Duration(period-*current) * time.Second))
+		if now := metav1.NewTime(h.now()); when.Before(&now) {
+			when = now
+			if period != 0 {
+				period = 1
+			}
+		}
+		acc.SetDeletionTimestamp(&when)
+		acc.SetDeletionGracePeriodSeconds(&period)
+		return true, false
+	}
+	if !r.GracefulDelete(obj, opts) || opts.GracePeriodSeconds == nil {
+		return false, false
+	}
+	when := metav1.NewTime(h.now().Add(time.Duration(*opts.GracePeriodSeconds) * time.Second))
+	acc.SetDeletionTimestamp(&when)
+	acc.SetDeletionGracePeriodSeconds(ptr.To(*opts.GracePeriodSeconds))
+	if acc.GetGeneration() > 0 {
+		acc.SetGeneration(acc.GetGeneration() + 1)
+	}
+	return true, false
 }
 
 // finalDelete removes obj's key if it is still at rev.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/stretchr/testify/assert"
@@ -234,4 +235,89 @@ func TestDeleteAcceptedWithOrphanDependentsFalse(t *testing.T) {
 	resp, err := testH.Delete(context.Background(), deleteReq(cmResource, ns, "held202", &metav1.DeleteOptions{OrphanDependents: &no}))
 	require.NoError(t, err)
 	assert.EqualValues(t, 202, resp.GetCode())
+}
+
+// Graceful deletion is kube's: a pod on a node is marked with its grace period and stays
+// until a delete with grace 0 (its kubelet's, or a forced one); a shorter grace period moves
+// the deadline earlier, a longer one changes nothing; a pod never scheduled goes at once.
+func TestDeleteGraceful(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	pod := func(name, node string, finalizers ...string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: finalizers},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	}
+	grace := func(s int64) *metav1.DeleteOptions { return &metav1.DeleteOptions{GracePeriodSeconds: &s} }
+	deleteFor := func(name string, opts *metav1.DeleteOptions) *corev1.Pod {
+		t.Helper()
+		resp, err := testH.Delete(ctx, deleteReq(podResource, ns, name, opts))
+		require.NoError(t, err)
+		assert.EqualValues(t, 200, resp.GetCode())
+		out := &corev1.Pod{}
+		decode(t, resp.GetBody(), out)
+		return out
+	}
+	gone := func(name string) bool {
+		_, err := testH.Get(ctx, &resourcev1.GetRequest{Ref: ref(podResource, ns, name)})
+		return err != nil && kubeStatus(t, err).Code == 404
+	}
+
+	create(t, podResource, ns, pod("running", "node-1"))
+	before := time.Now()
+	marked := deleteFor("running", nil)
+	require.NotNil(t, marked.DeletionTimestamp)
+	assert.EqualValues(t, 30, *marked.DeletionGracePeriodSeconds)
+	assert.WithinDuration(t, before.Add(30*time.Second), marked.DeletionTimestamp.Time, 2*time.Second)
+	assert.EqualValues(t, 2, marked.Generation, "the generation moves when graceful deletion starts")
+	stored := get[*corev1.Pod](t, podResource, ns, "running")
+	assert.Equal(t, marked.ResourceVersion, stored.ResourceVersion)
+
+	again := deleteFor("running", grace(60))
+	assert.Equal(t, marked.ResourceVersion, again.ResourceVersion, "a longer grace period changes nothing")
+	assert.EqualValues(t, 30, *again.DeletionGracePeriodSeconds)
+
+	shorter := deleteFor("running", grace(10))
+	assert.EqualValues(t, 10, *shorter.DeletionGracePeriodSeconds)
+	assert.Equal(t, marked.DeletionTimestamp.Add(-20*time.Second).Unix(), shorter.DeletionTimestamp.Unix())
+	assert.False(t, gone("running"))
+
+	deleteFor("running", grace(0))
+	assert.True(t, gone("running"), "grace 0 deletes it")
+
+	// Never scheduled: gone at once, but watchers see it marked first, as kube writes it.
+	create(t, podResource, ns, pod("pending", ""))
+	rv := get[*corev1.Pod](t, podResource, ns, "pending").ResourceVersion
+	w := startWatch(t, testH, &resourcev1.WatchRequest{Ref: ref(podResource, ns, ""), Options: &resourcev1.ListOptions{ResourceVersion: rv}})
+	w.ack(t, MediaJSON)
+	gonePod := deleteFor("pending", nil)
+	assert.EqualValues(t, 0, *gonePod.DeletionGracePeriodSeconds)
+	assert.True(t, gone("pending"))
+	assert.Equal(t, "MODIFIED", w.next(t).GetType())
+	assert.Equal(t, "DELETED", w.next(t).GetType())
+
+	// A finalizer keeps a force-deleted pod; one removed while grace is left does not delete it.
+	create(t, podResource, ns, pod("held", "node-1", "example.com/hold"))
+	held := deleteFor("held", grace(0))
+	assert.EqualValues(t, 0, *held.DeletionGracePeriodSeconds)
+	assert.False(t, gone("held"))
+	held.Finalizers = nil
+	_, err := update(t, podResource, ns, "held", held)
+	require.NoError(t, err)
+	assert.True(t, gone("held"))
+
+	create(t, podResource, ns, pod("waiting", "node-1", "example.com/hold"))
+	waiting := deleteFor("waiting", nil)
+	waiting.Finalizers = nil
+	_, err = update(t, podResource, ns, "waiting", waiting)
+	require.NoError(t, err)
+	assert.False(t, gone("waiting"), "grace is left: the kubelet's delete removes it")
+
+	// A collection: each pod gets its own grace period.
+	create(t, podResource, ns, pod("c-scheduled", "node-1"))
+	create(t, podResource, ns, pod("c-pending", ""))
+	_, err = testH.DeleteCollection(ctx, &resourcev1.DeleteCollectionRequest{Ref: ref(podResource, ns, ""),
+		ListOptions: &resourcev1.ListOptions{FieldSelector: "metadata.name!=waiting"}})
+	require.NoError(t, err)
+	assert.True(t, gone("c-pending"))
+	assert.False(t, gone("c-scheduled"))
 }

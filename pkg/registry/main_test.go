@@ -37,7 +37,7 @@ var (
 	testSet     *Set
 	stopAll     = make(chan struct{})
 
-	nsResource, cmResource, deployResource, nodeResource, widgetResource *Resource
+	nsResource, cmResource, deployResource, nodeResource, podResource, widgetResource *Resource
 )
 
 func TestMain(m *testing.M) {
@@ -64,8 +64,8 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	nsResource, cmResource, deployResource, nodeResource = Namespaces(), configMapsResource(), deploymentsResource(), nodesResource()
-	widgetResource = widgetsResource()
-	testSet = NewSet(nsResource, cmResource, deployResource, nodeResource, widgetResource)
+	widgetResource, podResource = widgetsResource(), podsResource()
+	testSet = NewSet(nsResource, cmResource, deployResource, nodeResource, podResource, widgetResource)
 	testH = NewHandler(testScheme, testSet, testStore, stopAll)
 	defer close(stopAll)
 	cacheCtx, stopCaches := context.WithCancel(context.Background())
@@ -136,6 +136,25 @@ func deploymentsResource() *Resource {
 func nodesResource() *Resource {
 	return &Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "nodes", SingularName: "node", Kind: "Node",
 		Subresources: []string{"status"}, HasSpec: true, New: newObj[corev1.Node](), NewList: newObj[corev1.NodeList]()}
+}
+
+// podsResource is deleted gracefully, as core's pods are: with their grace period once they
+// are on a node, at once before.
+func podsResource() *Resource {
+	return &Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "pods", SingularName: "pod", Kind: "Pod", Namespaced: true,
+		Subresources: []string{"status"}, HasSpec: true, New: newObj[corev1.Pod](), NewList: newObj[corev1.PodList](),
+		GracefulDelete: func(o runtime.Object, opts *metav1.DeleteOptions) bool {
+			p := o.(*corev1.Pod)
+			period := int64(30)
+			if opts.GracePeriodSeconds != nil {
+				period = *opts.GracePeriodSeconds
+			}
+			if p.Spec.NodeName == "" {
+				period = 0
+			}
+			opts.GracePeriodSeconds = &period
+			return true
+		}}
 }
 
 // --- helpers

@@ -119,6 +119,11 @@ type Resource struct {
 	PendingDeletion func(obj runtime.Object) bool
 	// OnDeletionStart changes an object when its deletion starts (a namespace goes Terminating).
 	OnDeletionStart func(obj runtime.Object)
+	// GracefulDelete makes deletion graceful (kube's CheckGracefulDelete): it sets
+	// opts.GracePeriodSeconds to the grace the object gets (0: deleted at once) and returns
+	// true. A deletion with a grace period marks the object (deletionTimestamp at the end of the
+	// grace, deletionGracePeriodSeconds) and leaves it to be deleted again with grace 0.
+	GracefulDelete func(obj runtime.Object, opts *metav1.DeleteOptions) bool
 	// Review marks a create-only review API (TokenReview, SubjectAccessReview, ...) that the
 	// gateway answers from the identity and authorizer it applied; the backend only lists it.
 	Review bool

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -337,8 +338,9 @@ func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.Resou
 			undo()
 			return next, nil
 		}
-		// The last finalizer gone from an object being deleted: it goes away now.
-		if acc.GetDeletionTimestamp() != nil && !pendingDeletion(r, next) {
+		// The last finalizer gone from an object being deleted: it goes away now, unless it
+		// has grace left (a pod being deleted gracefully waits for its grace-0 delete).
+		if acc.GetDeletionTimestamp() != nil && !pendingDeletion(r, next) && ptr.Deref(oldAcc.GetDeletionGracePeriodSeconds(), 0) == 0 {
 			undo()
 			obj, err := h.finalDelete(ctx, r, ref, next, kv.ModRevision)
 			if apierrors.IsConflict(err) && attempt < 10 {

@@ -254,6 +254,17 @@ spec:
 		// What kube-apiserver makes itself.
 		get("the kubernetes service", []string{"svc", "kubernetes", "-n", "default", "-o", "jsonpath={.spec.clusterIP} {.spec.ports[0].name} {.spec.ports[0].port} {.metadata.labels}"},
 			`10.0.0.1 https 443 {"component":"apiserver","provider":"kubernetes"}`),
+		// The gateways are the API servers: the endpoints list their advertised addresses, as
+		// kube's lease reconciler lists its API servers' (recorded in
+		// testdata/kube-1.37/kubernetes-endpoints.yaml; the reference kube-apiserver the suite
+		// runs against listens on loopback, where kube needs --endpoint-reconciler-type=none).
+		{name: "the kubernetes endpoint slice", who: "admin", apichainOnly: true, eventually: true,
+			kubectl: []string{"get", "endpointslice", "kubernetes", "-n", "default", "-o",
+				"jsonpath={.addressType} {.endpoints[*].addresses} {.endpoints[*].conditions} {.ports[*].name} {.ports[*].protocol} {.metadata.labels}"},
+			want: `IPv4 ["` + suiteAdvertiseAddress + `"] {"ready":true} https TCP {"kubernetes.io/service-name":"kubernetes"}`},
+		{name: "the kubernetes endpoints", who: "admin", apichainOnly: true, eventually: true,
+			kubectl: []string{"get", "endpoints", "kubernetes", "-n", "default", "-o", "jsonpath={.subsets} {.metadata.labels}"},
+			want: `re:\[\{"addresses":\[\{"ip":"192\.0\.2\.10"\}\],"ports":\[\{"name":"https","port":\d+,"protocol":"TCP"\}\]\}\] \{"endpointslice.kubernetes.io/skip-mirror":"true"\}`},
 		get("the default service CIDR", []string{"servicecidr", "kubernetes", "-o", "jsonpath={.spec.cidrs} {.status.conditions[0].type} {.status.conditions[0].status}"},
 			`["10.0.0.0/24"] Ready True`),
 		get("component statuses", []string{"componentstatuses"}, `re:(?m)^etcd-0\s+Healthy\s+ok\s*$`),
@@ -283,6 +294,18 @@ spec:
 			`re:(?m)^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE\s+NOMINATED NODE\s+READINESS GATES\np1\s+0/1\s+Pending\s+0\s+\S+\s+<none>\s+node-1\s+<none>\s+<none>$`),
 		{name: "logs of a pod on a node that does not exist", who: "admin", kubectl: []string{"logs", "p1", "-n", "shop"}, fail: true,
 			want: `Error from server (NotFound): pods "node-1" not found`},
+		// Graceful deletion: a pod on a node waits for its kubelet (here, none) for its grace
+		// period, until a forced delete.
+		{name: "delete a pod on a node", who: "admin", kubectl: []string{"delete", "pod", "p1", "-n", "shop", "--wait=false"}, want: `pod "p1" deleted`},
+		get("it is terminating", []string{"pod", "p1", "-n", "shop", "-o", "jsonpath={.metadata.deletionGracePeriodSeconds} {.metadata.generation} {.metadata.deletionTimestamp}"},
+			`re:^30 3 \d{4}-\d\d-\d\dT`),
+		get("terminating column", []string{"pod", "p1", "-n", "shop"}, `re:(?m)^p1\s+0/1\s+Terminating\s+0\s+\S+$`),
+		{name: "a longer grace period changes nothing", who: "admin", kubectl: []string{"delete", "pod", "p1", "-n", "shop", "--wait=false", "--grace-period=60"},
+			want: `pod "p1" deleted`},
+		get("still 30", []string{"pod", "p1", "-n", "shop", "-o", "jsonpath={.metadata.deletionGracePeriodSeconds}"}, "30"),
+		{name: "force it", who: "admin", kubectl: []string{"delete", "pod", "p1", "-n", "shop", "--grace-period=0", "--force"},
+			want: "Warning: Immediate deletion does not wait for confirmation that the running resource has been terminated. The resource may continue to run on the cluster indefinitely.\npod \"p1\" force deleted"},
+		{name: "gone", who: "admin", kubectl: []string{"get", "pod", "p1", "-n", "shop"}, fail: true, want: `pods "p1" not found`},
 		apply("an unscheduled pod", "apiVersion: v1\nkind: Pod\nmetadata: {name: p2, namespace: shop}\nspec: {containers: [{name: c, image: nginx}]}\n", "pod/p2 created"),
 		{name: "evict it", who: "admin", kubectl: []string{"create", "--raw", "/api/v1/namespaces/shop/pods/p2/eviction", "-f", "{file}"},
 			file: `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"p2"}}`, want: `"status":"Success"`},

@@ -352,11 +352,16 @@ func runSuiteOnBoth(t *testing.T, cases []suiteCase, min int, setup ...func(*sui
 	t.Run("apichain", func(t *testing.T) {
 		tokens := filepath.Join(t.TempDir(), "tokens.csv")
 		writeFile(t, tokens, suiteTokens)
-		c, _ := startAllInOne(t, "--token-auth-file", tokens)
+		// It listens on loopback; the address it advertises (a documentation address) is what
+		// the default/kubernetes endpoints list.
+		c, _ := startAllInOne(t, "--token-auth-file", tokens, "--advertise-address", suiteAdvertiseAddress)
 		runSuite(t, &suiteTarget{server: c.base, caFile: filepath.Join(c.data, "pki", "ca.crt"), caKey: filepath.Join(c.data, "pki", "ca.key"),
 			adminKubeconfig: filepath.Join(c.data, "admin.kubeconfig")}, cases, setup...)
 	})
 }
+
+// suiteAdvertiseAddress is the apichain suite server's --advertise-address.
+const suiteAdvertiseAddress = "192.0.2.10"
 
 func runSuite(t *testing.T, tg *suiteTarget, cases []suiteCase, setup ...func(*suiteTarget)) {
 	tg.t, tg.dir, tg.vars, tg.kubeconfigs = t, t.TempDir(), map[string]string{}, map[string]string{}

@@ -7,25 +7,28 @@ package app
 
 import (
 	"context"
-	"github.com/spf13/pflag"
 	"time"
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
+	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	"github.com/apichain/apichain/pkg/admission"
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/pkg/controller/clusterroleaggregation"
 	"github.com/apichain/apichain/pkg/controller/garbagecollector"
 	"github.com/apichain/apichain/pkg/controller/namespace"
+	"github.com/apichain/apichain/pkg/controller/podgc"
 	"github.com/apichain/apichain/pkg/controller/policystatus"
 	"github.com/apichain/apichain/pkg/controller/resourcequota"
 	"github.com/apichain/apichain/pkg/controller/serviceaccount"
 	"github.com/apichain/apichain/pkg/controller/volumeprotection"
+	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/storage"
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/services/core/bootstrap"
 	"github.com/apichain/apichain/services/core/builtin"
 	"github.com/apichain/apichain/services/core/servicenet"
+	"github.com/spf13/pflag"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 )
 
@@ -113,6 +116,18 @@ func Setup(b *backend.Backend) error {
 			return err
 		}
 		go alloc.Repair(ctx, b.Log, 3*time.Minute)
+		// The gateways are the API servers: their published addresses are the
+		// default/kubernetes endpoints, reconciled every 10 s (kube's interval) and when a
+		// gateway comes, goes or starts shutting down.
+		gateways := b.WatchInstances(ctx)
+		changed := make(chan struct{}, 1)
+		gateways.OnChange(func() {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		})
+		go servicenet.NewEndpointAddresses(client, func() []string { return gatewayAddresses(gateways) }).Run(ctx, changed, 10*time.Second, b.Log)
 		return nil
 	}); err != nil {
 		return err
@@ -163,6 +178,12 @@ func Setup(b *backend.Backend) error {
 	}); err != nil {
 		return err
 	}
+	if err := b.Server.AddPostStartHook("start-pod-gc-controller", func(ctx context.Context) error {
+		go podgc.Run(ctx, client, b.Log, 20*time.Second, podgc.Quarantine)
+		return nil
+	}); err != nil {
+		return err
+	}
 	if err := b.Server.AddPostStartHook("start-resourcequota-controller", func(ctx context.Context) error {
 		go resourcequota.Run(ctx, client, b.Log, 30*time.Second)
 		return nil
@@ -193,4 +214,15 @@ func Setup(b *backend.Backend) error {
 		go garbagecollector.Run(ctx, client, b.Log, 30*time.Second)
 		return nil
 	})
+}
+
+// gatewayAddresses are the addresses of the gateways that listen and are not shutting down.
+func gatewayAddresses(reg *lifecycle.Registry) []string {
+	var out []string
+	for _, st := range reg.Service(topology.Gateway) {
+		if s := st.GetState(); s == lifecyclev1.State_STATE_STARTING || s == lifecyclev1.State_STATE_RUNNING {
+			out = append(out, st.GetAddress())
+		}
+	}
+	return out
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 )
 
 func col(name, typ, desc string) metav1.TableColumnDefinition {
@@ -153,6 +154,21 @@ func preparePod(_ context.Context, o runtime.Object) {
 }
 
 // podQOS is the pod's quality-of-service class from its CPU and memory requests and limits.
+// podGracefulDelete is kube's: a pod gets the grace period asked for, or its own
+// terminationGracePeriodSeconds; one that never ran on a node or has finished goes at once.
+func podGracefulDelete(o runtime.Object, opts *metav1.DeleteOptions) bool {
+	p := o.(*corev1.Pod)
+	period := ptr.Deref(opts.GracePeriodSeconds, ptr.Deref(p.Spec.TerminationGracePeriodSeconds, 0))
+	if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+		period = 0
+	}
+	if period < 0 {
+		period = 1
+	}
+	opts.GracePeriodSeconds = &period
+	return true
+}
+
 func podQOS(p *corev1.Pod) corev1.PodQOSClass {
 	if p.Spec.Resources != nil { // pod-level resources decide
 		return requirementsQOS(p.Spec.Resources)

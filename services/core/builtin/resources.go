@@ -65,7 +65,7 @@ func Resources(opts Options) []*registry.Resource {
 		// binding, eviction, ephemeralcontainers and resize are served here; the others by the gateway.
 		Subresources: []string{"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "proxy", "resize", "status"},
 		New:          obj[corev1.Pod](), NewList: obj[corev1.PodList](), PrepareForCreate: preparePod, Validate: validatePod,
-		ValidateUpdate: validatePodUpdate, FieldLabels: podFields,
+		ValidateUpdate: validatePodUpdate, FieldLabels: podFields, GracefulDelete: podGracefulDelete,
 		Merges: podMerges, Columns: podColumns, Cells: podCells}
 	podsOf := func() *registry.Resource { return pods }
 	budgets := podDisruptionBudgets()

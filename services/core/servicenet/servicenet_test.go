@@ -1,8 +1,13 @@
 package servicenet
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestRandomIPStaysInsideTheUsableRange(t *testing.T) {
@@ -44,5 +49,31 @@ func TestParse(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("Parse(%q, %q): err %v, want ok %v", tc.ranges, tc.ports, err, tc.ok)
 		}
+	}
+}
+
+// The default/kubernetes endpoints list the gateways' addresses that an Endpoints may hold,
+// sorted and once each, with the port most of them share; the slice keeps one family.
+func TestEndpointAddresses(t *testing.T) {
+	e := NewEndpointAddresses(nil, func() []string {
+		return []string{"10.0.0.9:6443", "[::]:6443", "127.0.0.1:6443", "10.0.0.2:6443", "[fd00::5]:6443",
+			"169.254.1.1:6443", "not an address", "10.0.0.9:6443", "[::ffff:10.0.0.3]:7443"}
+	})
+	ips, port := e.endpoints()
+	got := make([]string, 0, len(ips))
+	for _, ip := range ips {
+		got = append(got, ip.String())
+	}
+	if want := "[10.0.0.2 10.0.0.3 10.0.0.9 fd00::5]"; fmt.Sprint(got) != want || port != 6443 {
+		t.Fatalf("endpoints: %v port %d, want %s port 6443", got, port, want)
+	}
+	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default"},
+		Subsets: []corev1.EndpointSubset{{Ports: []corev1.EndpointPort{{Name: "https", Port: port, Protocol: corev1.ProtocolTCP}}}}}
+	s := sliceOf(ep, ips)
+	if s.AddressType != discoveryv1.AddressTypeIPv4 || len(s.Endpoints) != 3 || s.Labels[discoveryv1.LabelServiceName] != "kubernetes" {
+		t.Fatalf("slice: %+v", s)
+	}
+	if v6 := sliceOf(ep, ips[3:]); v6.AddressType != discoveryv1.AddressTypeIPv6 || len(v6.Endpoints) != 1 || v6.Endpoints[0].Addresses[0] != "fd00::5" {
+		t.Fatalf("IPv6 slice: %+v", v6)
 	}
 }

@@ -103,7 +103,13 @@ func New(opts *Options, pki *certs.PKI, nc *nats.Conn, log *slog.Logger) (*Gatew
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	g.instance = lifecycle.Instance{Service: topology.Gateway, InstanceID: opts.Lifecycle.InstanceID, Address: g.ln.Addr().String()}
+	// A gateway's published address is where the cluster reaches it: the default/kubernetes
+	// endpoints are made of them.
+	address := g.ln.Addr().String()
+	if opts.AdvertiseAddress != "" {
+		address = net.JoinHostPort(opts.AdvertiseAddress, strconv.Itoa(g.ln.Addr().(*net.TCPAddr).Port))
+	}
+	g.instance = lifecycle.Instance{Service: topology.Gateway, InstanceID: opts.Lifecycle.InstanceID, Address: address}
 	if err := g.writeKubeconfig(); err != nil {
 		g.ln.Close()
 		return nil, err

@@ -6,6 +6,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 	"time"
@@ -18,15 +19,18 @@ import (
 	"github.com/apichain/apichain/services/gateway/authz"
 	"github.com/apichain/apichain/services/gateway/serviceaccount"
 	"github.com/spf13/pflag"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 )
 
 // Options are the gateway's flags.
 type Options struct {
-	Lifecycle     lifecycle.Options
-	BindAddress   string
-	SecurePort    int
-	DataDir       string
-	ExternalHosts []string
+	Lifecycle   lifecycle.Options
+	BindAddress string
+	SecurePort  int
+	// AdvertiseAddress is the IP published for the default/kubernetes endpoints (kube's flag).
+	AdvertiseAddress string
+	DataDir          string
+	ExternalHosts    []string
 
 	Serving certs.ServingOptions
 
@@ -77,6 +81,8 @@ func NewOptions() *Options {
 // AddFlags registers the options.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Address to serve HTTPS and gRPC on.")
+	fs.StringVar(&o.AdvertiseAddress, "advertise-address", o.AdvertiseAddress,
+		"The IP address on which to advertise the apiserver to members of the cluster (the default/kubernetes endpoints). If blank, the --bind-address will be used. If --bind-address is unspecified, the host's default interface will be used.")
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "Port to serve HTTPS and gRPC on (0 picks a free port).")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for generated certificates and the admin kubeconfig.")
 	fs.StringSliceVar(&o.ExternalHosts, "external-hostname", o.ExternalHosts, "Extra names and IPs for the generated serving certificate.")
@@ -117,6 +123,9 @@ func (o *Options) Complete() error {
 			o.BackendAddresses[svc] = *addrs
 		}
 	}
+	if o.AdvertiseAddress == "" {
+		o.AdvertiseAddress = advertiseAddress(o.BindAddress)
+	}
 	abs, err := filepath.Abs(o.DataDir)
 	if err != nil {
 		return err
@@ -135,6 +144,23 @@ func (o *Options) Complete() error {
 	return nil
 }
 
+// advertiseAddress is kube's default for --advertise-address: the bind address, or the host's
+// default interface's address when the bind address is unspecified ("" when it has none).
+func advertiseAddress(bind string) string {
+	ip := net.ParseIP(bind)
+	if ip == nil {
+		return ""
+	}
+	if !ip.IsUnspecified() {
+		return ip.String()
+	}
+	chosen, err := utilnet.ResolveBindAddress(ip)
+	if err != nil {
+		return ""
+	}
+	return chosen.String()
+}
+
 // Validate reports bad options.
 func (o *Options) Validate() error {
 	var errs []error
@@ -143,6 +169,9 @@ func (o *Options) Validate() error {
 	}
 	if (o.Serving.CertFile == "") != (o.Serving.KeyFile == "") {
 		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file go together"))
+	}
+	if o.AdvertiseAddress != "" && net.ParseIP(o.AdvertiseAddress) == nil {
+		errs = append(errs, fmt.Errorf("--advertise-address %q is not an IP address", o.AdvertiseAddress))
 	}
 	if o.RequestTimeout <= 0 {
 		errs = append(errs, errors.New("--request-timeout must be positive"))

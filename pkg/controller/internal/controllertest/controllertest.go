@@ -32,7 +32,7 @@ type Env struct {
 	Client  *registry.Client
 	Log     *slog.Logger
 
-	Namespaces, ConfigMaps, Deployments *registry.Resource
+	Namespaces, ConfigMaps, Deployments, Pods, Nodes *registry.Resource
 }
 
 // WaitFor bounds every wait for a controller to act.
@@ -65,13 +65,33 @@ func Main(m *testing.M, env **Env) int {
 		Deployments: &registry.Resource{GroupVersion: appsv1.SchemeGroupVersion, Name: "deployments", SingularName: "deployment",
 			Kind: "Deployment", Namespaced: true, HasSpec: true, New: func() runtime.Object { return &appsv1.Deployment{} },
 			NewList: func() runtime.Object { return &appsv1.DeploymentList{} }},
+		Pods: &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "pods", SingularName: "pod",
+			Kind: "Pod", Namespaced: true, HasSpec: true, Subresources: []string{"status"}, New: func() runtime.Object { return &corev1.Pod{} },
+			NewList: func() runtime.Object { return &corev1.PodList{} }, GracefulDelete: podGracefulDelete},
+		Nodes: &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "nodes", SingularName: "node",
+			Kind: "Node", HasSpec: true, Subresources: []string{"status"}, New: func() runtime.Object { return &corev1.Node{} },
+			NewList: func() runtime.Object { return &corev1.NodeList{} }},
 	}
 	stopping := make(chan struct{})
 	defer close(stopping)
-	e.Handler = registry.NewHandler(scheme, registry.NewSet(e.Namespaces, e.ConfigMaps, e.Deployments), storage.NewStore(client), stopping)
+	e.Handler = registry.NewHandler(scheme, registry.NewSet(e.Namespaces, e.ConfigMaps, e.Deployments, e.Pods, e.Nodes), storage.NewStore(client), stopping)
 	e.Client = registry.NewClient(e.Handler)
 	*env = e
 	return m.Run()
+}
+
+// podGracefulDelete is core's rule in short: a pod on a node gets the grace asked for or 30 s,
+// one never scheduled none.
+func podGracefulDelete(o runtime.Object, opts *metav1.DeleteOptions) bool {
+	period := int64(30)
+	if opts.GracePeriodSeconds != nil {
+		period = *opts.GracePeriodSeconds
+	}
+	if o.(*corev1.Pod).Spec.NodeName == "" {
+		period = 0
+	}
+	opts.GracePeriodSeconds = &period
+	return true
 }
 
 // Run runs a controller until the test ends.
