@@ -264,7 +264,7 @@ spec:
 			want: `IPv4 ["` + suiteAdvertiseAddress + `"] {"ready":true} https TCP {"kubernetes.io/service-name":"kubernetes"}`},
 		{name: "the kubernetes endpoints", who: "admin", apichainOnly: true, eventually: true,
 			kubectl: []string{"get", "endpoints", "kubernetes", "-n", "default", "-o", "jsonpath={.subsets} {.metadata.labels}"},
-			want: `re:\[\{"addresses":\[\{"ip":"192\.0\.2\.10"\}\],"ports":\[\{"name":"https","port":\d+,"protocol":"TCP"\}\]\}\] \{"endpointslice.kubernetes.io/skip-mirror":"true"\}`},
+			want:    `re:\[\{"addresses":\[\{"ip":"192\.0\.2\.10"\}\],"ports":\[\{"name":"https","port":\d+,"protocol":"TCP"\}\]\}\] \{"endpointslice.kubernetes.io/skip-mirror":"true"\}`},
 		get("the default service CIDR", []string{"servicecidr", "kubernetes", "-o", "jsonpath={.spec.cidrs} {.status.conditions[0].type} {.status.conditions[0].status}"},
 			`["10.0.0.0/24"] Ready True`),
 		get("component statuses", []string{"componentstatuses"}, `re:(?m)^etcd-0\s+Healthy\s+ok\s*$`),
