@@ -5,6 +5,8 @@ package openapi
 // generatedFieldTags holds, by "<package>.<Type>.<json name>", what a field's
 // comments say that its Go type and json tag do not.
 var generatedFieldTags = map[string]fieldTags{
+	"github.com/apichain/apichain/pkg/apiregistration.APIServiceSpec.caBundle":                         {listType: "atomic"},
+	"github.com/apichain/apichain/pkg/apiregistration.APIServiceStatus.conditions":                     {listType: "map", listMapKeys: []string{"type"}},
 	"k8s.io/api/admission/v1.AdmissionRequest.kind":                                                    {required: optionalField},
 	"k8s.io/api/admission/v1.AdmissionRequest.operation":                                               {required: optionalField},
 	"k8s.io/api/admission/v1.AdmissionRequest.resource":                                                {required: optionalField},

@@ -120,6 +120,16 @@ func (s *Scheme) encode(obj runtime.Object, gv schema.GroupVersion, o output) ([
 	return runtime.Encode(s.Codecs.EncoderForVersion(ser, gv), obj)
 }
 
+// noProtobuf reports whether obj's kind has no protobuf form: a custom resource's, or a Go
+// type without kube's generated protobuf code (apichain's APIService).
+func noProtobuf(obj runtime.Object) bool {
+	if _, ok := obj.(runtime.Unstructured); ok {
+		return true
+	}
+	_, ok := obj.(interface{ Marshal() ([]byte, error) })
+	return !ok
+}
+
 // decode reads a request body of contentType into into, checking its apiVersion and kind.
 // strict (fieldValidation=Strict) fails on unknown or duplicate fields.
 func (s *Scheme) decode(data []byte, contentType string, into runtime.Object, gvk schema.GroupVersionKind, strict bool) error {
@@ -130,8 +140,7 @@ func (s *Scheme) decode(data []byte, contentType string, into runtime.Object, gv
 			return unsupportedMediaType(MediaJSON, MediaYAML, MediaProtobuf)
 		}
 	}
-	_, unstructuredInto := into.(runtime.Unstructured)
-	if unstructuredInto && mt == MediaProtobuf { // custom resources have no protobuf form
+	if mt == MediaProtobuf && noProtobuf(into) { // custom resources have no protobuf form
 		return unsupportedMediaType(MediaJSON, MediaYAML)
 	}
 	info, ok := runtime.SerializerInfoForMediaType(s.Codecs.SupportedMediaTypes(), mt)

@@ -87,7 +87,7 @@ func (h *Handler) lookup(ctx context.Context, ref *resourcev1.ResourceRef, verb 
 
 // respond encodes obj as the client asked.
 func (h *Handler) respond(r *Resource, obj runtime.Object, enc *resourcev1.Encoding) (*resourcev1.Body, error) {
-	out, err := negotiate(enc.GetAccept(), enc.GetPretty(), r.isUnstructured())
+	out, err := negotiate(enc.GetAccept(), enc.GetPretty(), noProtobuf(r.New()))
 	if err != nil {
 		return nil, err
 	}

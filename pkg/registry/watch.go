@@ -37,7 +37,7 @@ func (h *Handler) Watch(req *resourcev1.WatchRequest, stream grpc.ServerStreamin
 	if err != nil {
 		return toGRPC(err)
 	}
-	out, err := negotiate(req.GetEncoding().GetAccept(), false, r.isUnstructured())
+	out, err := negotiate(req.GetEncoding().GetAccept(), false, noProtobuf(r.New()))
 	if err != nil {
 		return toGRPC(err)
 	}

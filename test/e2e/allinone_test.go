@@ -62,6 +62,7 @@ func TestAllInOneReadyzWaitsForEveryHook(t *testing.T) {
 		"[+]core/poststarthook/storage-readiness ok (",
 		"[+]extensions/poststarthook/storage-readiness ok (",
 		"[+]aggregator/poststarthook/storage-readiness ok (",
+		"[+]aggregator/autoregister-completion ok",
 		"[+]shutdown ok",
 		"readyz check passed",
 	} {
@@ -108,9 +109,8 @@ func TestAllInOneDiscoveryAndErrors(t *testing.T) {
 	for _, g := range []string{`"name":"apps"`, `"name":"coordination.k8s.io"`, `"name":"events.k8s.io"`, `"name":"apiextensions.k8s.io"`} {
 		assert.Contains(t, body, g)
 	}
-	// Groups whose server serves no resources yet are not listed (clients fail on empty
-	// group/versions), though their own discovery documents answer.
-	assert.NotContains(t, body, "apiregistration.k8s.io")
+	// The aggregator's group first, as in kube.
+	assert.Contains(t, body, `{"kind":"APIGroupList","apiVersion":"v1","groups":[{"name":"apiregistration.k8s.io",`)
 	// Extensions' group after core's, in chain order.
 	assert.Less(t, strings.Index(body, `"name":"coordination.k8s.io"`), strings.Index(body, `"name":"apiextensions.k8s.io"`))
 	// Core's groups in core's order.

@@ -18,6 +18,49 @@ func builtinSuiteCases() []suiteCase {
 		return suiteCase{name: name, who: "admin", kubectl: []string{"create", "-f", "{file}"}, file: content, fail: true, want: want}
 	}
 	return []suiteCase{
+		// apiregistration.k8s.io APIServices: one per local group/version, kube's priorities.
+		{name: "the built-in APIServices", who: "admin", kubectl: []string{"get", "apiservices", "-o",
+			`jsonpath={range .items[*]}{.metadata.name} {.spec.groupPriorityMinimum} {.spec.versionPriority} {.metadata.labels} {.status.conditions[0].reason}{"\n"}{end}`},
+			want: builtinAPIServices},
+		{name: "apiservice columns", who: "admin", kubectl: []string{"get", "apiservice", "v1.apps", "v2.autoscaling"},
+			want: "re:(?m)^NAME\\s+SERVICE\\s+AVAILABLE\\s+AGE\nv1.apps\\s+Local\\s+True\\s+\\S+\nv2.autoscaling\\s+Local\\s+True\\s+\\S+$"},
+		apply("a CRD with three versions", `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.apis.example.com}
+spec:
+  group: apis.example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
+  - {name: v1beta1, served: true, storage: false, schema: {openAPIV3Schema: {type: object}}}
+  - {name: v2alpha1, served: false, storage: false, schema: {openAPIV3Schema: {type: object}}}
+`, "customresourcedefinition.apiextensions.k8s.io/gadgets.apis.example.com created"),
+		{name: "its served versions get APIServices", who: "admin", eventually: true, kubectl: []string{"get", "apiservices", "-o",
+			`jsonpath={range .items[?(@.spec.group=="apis.example.com")]}{.metadata.name} {.spec.groupPriorityMinimum} {.spec.versionPriority} {.metadata.labels} {.status.conditions[0].message}{"\n"}{end}`},
+			want: "v1.apis.example.com 1000 100 {\"kube-aggregator.kubernetes.io/automanaged\":\"true\"} Local APIServices are always available\n" +
+				"v1beta1.apis.example.com 1000 100 {\"kube-aggregator.kubernetes.io/automanaged\":\"true\"} Local APIServices are always available"},
+		{name: "a CRD's deleted APIService comes back", who: "admin", kubectl: []string{"delete", "apiservice", "v1beta1.apis.example.com"},
+			want: `apiservice.apiregistration.k8s.io "v1beta1.apis.example.com" deleted`},
+		{name: "it is back", who: "admin", eventually: true, kubectl: []string{"get", "apiservice", "v1beta1.apis.example.com", "-o", "jsonpath={.spec.groupPriorityMinimum} {.status.conditions[0].status}"},
+			want: "1000 True"},
+		{name: "delete the CRD", who: "admin", kubectl: []string{"delete", "crd", "gadgets.apis.example.com"},
+			want: `customresourcedefinition.apiextensions.k8s.io "gadgets.apis.example.com" deleted`},
+		{name: "its APIServices go", who: "admin", eventually: true, kubectl: []string{"get", "apiservices", "-o",
+			`jsonpath={range .items[?(@.spec.group=="apis.example.com")]}{.metadata.name}{end}`}, want: "re:^$"},
+		invalid("apiservice name and priorities", "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {name: v1.wrong.example.com}\nspec: {group: right.example.com, version: v1, groupPriorityMinimum: 0, versionPriority: 1001, caBundle: Zm9v}\n",
+			`The APIService "v1.wrong.example.com" is invalid: 
+* metadata.name: Invalid value: "v1.wrong.example.com": must be `+"`"+`spec.version+"."+spec.group`+"`"+`: "v1.right.example.com"
+* spec.groupPriorityMinimum: Invalid value: 0: must be positive and less than 20000
+* spec.versionPriority: Invalid value: 1001: must be positive and less than 1000
+* spec.caBundle: Invalid value: "3 bytes": local APIServices may not have a caBundle`),
+		invalid("apiservice group and version", "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {name: V1.}\nspec: {version: V1, groupPriorityMinimum: 100, versionPriority: 10, insecureSkipTLSVerify: true, service: {namespace: \"\", name: x, port: 70000}}\n",
+			`The APIService "V1." is invalid: 
+* spec.group: Required value: only v1 may have an empty group and it better be legacy kube
+* spec.version: Invalid value: "V1": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')
+* spec.service.namespace: Required value
+* spec.service.port: Invalid value: 70000: port is not valid: must be between 1 and 65535, inclusive`),
+
 		// node.k8s.io RuntimeClass.
 		apply("runtime class", `apiVersion: node.k8s.io/v1
 kind: RuntimeClass
@@ -152,7 +195,7 @@ endpoints:
 - {addresses: [10.1.0.3]}
 - {addresses: [10.1.0.4]}
 `, "endpointslice.discovery.k8s.io/web-abc created"),
-		{name: "endpoint slice columns", who: "admin", kubectl: []string{"get", "endpointslices", "-n", "default"},
+		{name: "endpoint slice columns", who: "admin", kubectl: []string{"get", "endpointslices", "web-abc", "-n", "default"},
 			want: `re:(?m)^NAME\s+ADDRESSTYPE\s+PORTS\s+ENDPOINTS\s+AGE\nweb-abc\s+IPv4\s+80,443\s+10.1.0.1,10.1.0.2,10.1.0.3 \+ 1 more...\s+\S+$`},
 		{name: "endpoint port defaults", who: "admin", kubectl: []string{"get", "endpointslice", "web-abc", "-n", "default", "-o", "jsonpath={.ports[0]}"},
 			want: `{"name":"","port":80,"protocol":"TCP"}`},
@@ -190,3 +233,28 @@ data: {spec: {template: {metadata: {labels: {app: web}}}}}
 			want: "ingressclasses.networking.k8s.io"},
 	}
 }
+
+// builtinAPIServices are a bare kube-apiserver 1.37's own APIServices as the suite prints
+// them; apichain serves the same group/versions.
+const builtinAPIServices = `v1. 18000 1 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.admissionregistration.k8s.io 16700 15 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.apiextensions.k8s.io 16700 15 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.apps 17800 15 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.authentication.k8s.io 17700 15 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.authorization.k8s.io 17600 15 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.autoscaling 17500 15 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.batch 17400 15 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.certificates.k8s.io 17300 15 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.coordination.k8s.io 16500 15 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.discovery.k8s.io 16200 15 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.events.k8s.io 17750 15 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.flowcontrol.apiserver.k8s.io 16100 21 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.networking.k8s.io 17200 15 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.node.k8s.io 16300 15 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.policy 17100 15 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.rbac.authorization.k8s.io 17000 15 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.resource.k8s.io 16200 21 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.scheduling.k8s.io 16600 15 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.storage.k8s.io 16800 15 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v1.storagemigration.k8s.io 15800 15 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local
+v2.autoscaling 17500 30 {"kube-aggregator.kubernetes.io/automanaged":"onstart"} Local`

@@ -68,9 +68,12 @@ func main() {
 	for _, m := range []struct{ module, sub string }{
 		{"k8s.io/api", ""},
 		{"k8s.io/apimachinery", "pkg/apis/meta/v1"},
+		{"github.com/apichain/apichain/pkg", "apiregistration"}, // apichain's own wire types
 	} {
 		dir, version := moduleDir(m.module)
-		versions = append(versions, m.module+" "+version)
+		if version != "" {
+			versions = append(versions, m.module+" "+version)
+		}
 		root := filepath.Join(dir, m.sub)
 		err := filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
 			if err != nil {
@@ -114,6 +117,9 @@ func moduleDir(module string) (dir, version string) {
 		log.Fatalf("go list -m %s: %v", module, err)
 	}
 	parts := strings.Fields(string(b))
+	if len(parts) == 1 { // this repository's own module has no version
+		parts = append(parts, "")
+	}
 	if len(parts) != 2 || parts[0] == "" {
 		log.Fatalf("go list -m %s: no module directory (run `go mod download %s`)", module, module)
 	}
