@@ -1,6 +1,11 @@
 package e2e
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
 
 // A CSR for "jane" in "devs" (an EC key made for this test; nothing trusts it).
 const janeCSR = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlIYU1JR0FBZ0VBTUI0eERUQUxCZ05WQkFNTUJHcGhibVV4RFRBTEJnTlZCQW9NQkdSbGRuTXdXVEFUQmdjcQpoa2pPUFFJQkJnZ3Foa2pPUFFNQkJ3TkNBQVJ5QXBOT0VKbm1BZlVjbThrMyswbmZtMGlWZEZCQlJYYUs5YmRICk1WblJ6QVkvemViNHEwTFE1NnJwTXh0MUtxVWRWUktkQis3d2dybkY1d3ZKN09iUm9BQXdDZ1lJS29aSXpqMEUKQXdJRFNRQXdSZ0loQU9sMzFRMWNhcXNkYnIvSDBndWJSS2tHRURCa2ZrTGtnek9ZdXdxblZpM3BBaUVBbURNcgpSWGFiaXdkR1BqTFZ4WTZ5U05zamtVS05rbVQ4TjA2V3FWbVlQSTg9Ci0tLS0tRU5EIENFUlRJRklDQVRFIFJFUVVFU1QtLS0tLQo="
@@ -311,6 +316,11 @@ spec:
 			file: `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"p2"}}`, want: `"status":"Success"`},
 		{name: "evicted", who: "admin", kubectl: []string{"get", "pod", "p2", "-n", "shop"}, fail: true, want: `pods "p2" not found`},
 
+		// Pod spec validation beyond the basics, compared with kube's answer
+		// (testdata/kube-1.37/invalid-*.txt).
+		invalid("probes, security contexts, affinity and spreading", testdataFile("invalid-pod.yaml"), testdataFile("kube-1.37/invalid-pod.txt")),
+		invalid("the same in a template, with sidecars and lifecycle hooks", testdataFile("invalid-deployment.yaml"), testdataFile("kube-1.37/invalid-deployment.txt")),
+
 		// Certificates.
 		{name: "certificate signing request", who: "admin", kubectl: []string{"apply", "-f", "{file}"},
 			file: "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata: {name: jane}\nspec:\n  request: " + janeCSR +
@@ -367,4 +377,13 @@ spec:
 // 1.37.2 (APICHAIN_SUITE_KUBE runs them there too).
 func TestBuiltinWorkloadsSuite(t *testing.T) {
 	runSuiteOnBoth(t, builtinWorkloadCases(), 20)
+}
+
+// testdataFile is a file of testdata/, without its final newline.
+func testdataFile(name string) string {
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		panic(err)
+	}
+	return strings.TrimSuffix(string(data), "\n")
 }

@@ -58,6 +58,9 @@ func init() {
 		}
 	})
 	defaults(func(c *corev1.Container) { defaultContainer(c) })
+	// Not a default: kube drops the field of its disabled ContainerStopSignals gate (alpha,
+	// off in 1.37) from every pod and template it stores.
+	defaults(func(l *corev1.Lifecycle) { l.StopSignal = nil })
 	defaults(func(c *corev1.EphemeralContainer) { defaultContainer((*corev1.Container)(&c.EphemeralContainerCommon)) })
 	defaults(func(s *corev1.Service) {
 		spec := &s.Spec

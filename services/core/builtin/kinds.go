@@ -153,7 +153,6 @@ func preparePod(_ context.Context, o runtime.Object) {
 	p.Status.QOSClass = podQOS(p)
 }
 
-// podQOS is the pod's quality-of-service class from its CPU and memory requests and limits.
 // podGracefulDelete is kube's: a pod gets the grace period asked for, or its own
 // terminationGracePeriodSeconds; one that never ran on a node or has finished goes at once.
 func podGracefulDelete(o runtime.Object, opts *metav1.DeleteOptions) bool {
@@ -169,6 +168,7 @@ func podGracefulDelete(o runtime.Object, opts *metav1.DeleteOptions) bool {
 	return true
 }
 
+// podQOS is the pod's quality-of-service class from its CPU and memory requests and limits.
 func podQOS(p *corev1.Pod) corev1.PodQOSClass {
 	if p.Spec.Resources != nil { // pod-level resources decide
 		return requirementsQOS(p.Spec.Resources)

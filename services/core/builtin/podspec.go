@@ -59,13 +59,30 @@ func validatePodSpec(s *corev1.PodSpec, p *field.Path) field.ErrorList {
 	}{{s.Containers, cp, false}, {s.InitContainers, p.Child("initContainers"), true}} {
 		for i := range list.containers {
 			c := &list.containers[i]
-			errs = append(errs, validateContainer(c, vols, list.path.Index(i))...)
+			ip := list.path.Index(i)
+			errs = append(errs, validateContainer(c, vols, ip)...)
 			if names.Has(c.Name) {
-				errs = append(errs, field.Duplicate(list.path.Index(i).Child("name"), c.Name))
+				errs = append(errs, field.Duplicate(ip.Child("name"), c.Name))
 			}
 			names.Insert(c.Name)
-			if !list.init && c.RestartPolicy != nil {
-				errs = append(errs, field.Forbidden(list.path.Index(i).Child("restartPolicy"), "may not be set for non-init containers"))
+			sidecar := c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+			switch {
+			case !list.init:
+				errs = append(errs, validateContainerHandlers(c, s.TerminationGracePeriodSeconds, ip)...)
+				if c.RestartPolicy != nil {
+					errs = append(errs, field.Forbidden(ip.Child("restartPolicy"), "may not be set for non-init containers"))
+				}
+			case sidecar:
+				errs = append(errs, validateContainerHandlers(c, s.TerminationGracePeriodSeconds, ip)...)
+			default:
+				for _, f := range []struct {
+					name string
+					set  bool
+				}{{"lifecycle", c.Lifecycle != nil}, {"livenessProbe", c.LivenessProbe != nil}, {"readinessProbe", c.ReadinessProbe != nil}, {"startupProbe", c.StartupProbe != nil}} {
+					if f.set {
+						errs = append(errs, field.Forbidden(ip.Child(f.name), "may not be set for init containers without restartPolicy=Always"))
+					}
+				}
 			}
 		}
 	}
@@ -77,11 +94,14 @@ func validatePodSpec(s *corev1.PodSpec, p *field.Path) field.ErrorList {
 			[]corev1.DNSPolicy{corev1.DNSClusterFirstWithHostNet, corev1.DNSClusterFirst, corev1.DNSDefault, corev1.DNSNone}))
 	}
 	errs = append(errs, metav1validation.ValidateLabels(s.NodeSelector, p.Child("nodeSelector"))...)
+	errs = append(errs, validatePodSecurityContext(s.SecurityContext, p.Child("securityContext"))...)
 	for i, ps := range s.ImagePullSecrets {
 		if ps.Name == "" {
 			errs = append(errs, field.Required(p.Child("imagePullSecrets").Index(i).Child("name"), ""))
 		}
 	}
+	errs = append(errs, validateAffinity(s.Affinity, p.Child("affinity"))...)
+	errs = append(errs, validateTopologySpreadConstraints(s.TopologySpreadConstraints, p.Child("topologySpreadConstraints"))...)
 	if s.ServiceAccountName != "" {
 		errs = append(errs, invalidEach(p.Child("serviceAccountName"), s.ServiceAccountName, apivalidation.ValidateServiceAccountName(s.ServiceAccountName, false))...)
 	}
@@ -251,8 +271,11 @@ func validateContainer(c *corev1.Container, volumes sets.Set[string], p *field.P
 	}
 	errs = append(errs, supported(p.Child("imagePullPolicy"), c.ImagePullPolicy, corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever)...)
 	errs = append(errs, validateResources(&c.Resources, p.Child("resources"))...)
-	if sc := c.SecurityContext; sc != nil && sc.Privileged != nil && *sc.Privileged && !allowPrivileged.Load() {
-		errs = append(errs, field.Forbidden(p.Child("securityContext", "privileged"), "disallowed by cluster policy"))
+	if sc := c.SecurityContext; sc != nil {
+		if sc.Privileged != nil && *sc.Privileged && !allowPrivileged.Load() {
+			errs = append(errs, field.Forbidden(p.Child("securityContext", "privileged"), "disallowed by cluster policy"))
+		}
+		errs = append(errs, validateContainerSecurityContext(sc, p.Child("securityContext"))...)
 	}
 	return errs
 }
