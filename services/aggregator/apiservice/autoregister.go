@@ -78,7 +78,8 @@ func (a *AutoRegister) desired(ctx context.Context, crds *registry.Resource) (ma
 	for gv, p := range apiregistration.Builtin {
 		want[apiregistration.Name(gv)] = local(gv, p, apiregistration.AutomanagedOnStart)
 	}
-	list, err := a.crds.ListCached(ctx, crds, "")
+	// A consistent read: the pass may run for a CRD change the watch cache has not seen yet.
+	list, err := a.crds.List(ctx, crds, "", "")
 	if err != nil {
 		return nil, fmt.Errorf("custom resource definitions: %w", err)
 	}
