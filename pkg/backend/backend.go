@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -155,9 +156,26 @@ func (b *Backend) currentInstance() lifecycle.Instance {
 func (b *Backend) SetServed(served []*discoveryv1.GroupVersion) {
 	b.discovery.setServed(served)
 	b.instMu.Lock()
-	b.instance.Served = b.discovery.ServedNames()
+	b.instance.Served = append(b.discovery.ServedNames(), b.instance.Proxied...)
 	b.instMu.Unlock()
 	b.Server.NotifyChange()
+}
+
+// SetProxied replaces the group/versions this backend forwards to aggregated API servers (the
+// aggregator's remote APIServices): they are published as served and proxied, so the gateways
+// send their requests here as HTTP exchanges.
+func (b *Backend) SetProxied(gvs []string) {
+	b.instMu.Lock()
+	b.instance.Proxied = slices.Clone(gvs)
+	b.instance.Served = append(b.discovery.ServedNames(), gvs...)
+	b.instMu.Unlock()
+	b.Server.NotifyChange()
+}
+
+// RegisterService adds a gRPC service beyond the ones every backend serves (the aggregator's
+// ProxyService); call it before Run.
+func (b *Backend) RegisterService(desc *grpc.ServiceDesc, impl any) {
+	b.grpc.RegisterService(desc, impl)
 }
 
 // ClientCA is the PEM of the CA the backend trusts for its clients: the cluster's CA, which

@@ -17,6 +17,8 @@ type Instance struct {
 	InstanceID string
 	Address    string
 	Served     []string
+	// Proxied are the served group/versions forwarded to aggregated API servers.
+	Proxied []string
 	// FailingWebhooks are the admission webhooks whose calls from this instance keep failing.
 	FailingWebhooks []*lifecyclev1.FailingWebhook
 }
@@ -30,6 +32,7 @@ func Snapshot(srv *server.Server, inst Instance) *lifecyclev1.InstanceState {
 		StartedAt:       timestamppb.New(srv.StartedAt()),
 		UpdatedAt:       timestamppb.Now(),
 		Served:          inst.Served,
+		Proxied:         inst.Proxied,
 		FailingWebhooks: inst.FailingWebhooks,
 	}
 	sig := srv.Signals()

@@ -4,9 +4,12 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
 	"time"
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
+	proxyv1 "github.com/apichain/apichain/gen/apichain/proxy/v1"
 	"github.com/apichain/apichain/pkg/admission"
 	"github.com/apichain/apichain/pkg/apiregistration"
 	"github.com/apichain/apichain/pkg/backend"
@@ -14,13 +17,29 @@ import (
 	"github.com/apichain/apichain/pkg/storage"
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/services/aggregator/apiservice"
+	"github.com/apichain/apichain/services/aggregator/proxy"
+	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	kdiscoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Service is the aggregator backend.
-var Service = backend.Service{Name: topology.Aggregator, Served: Served, Setup: Setup}
+var Service = backend.Service{Name: topology.Aggregator, Served: Served, Setup: Setup, Flags: func(fs *pflag.FlagSet) {
+	fs.BoolVar(&aggregatorRouting, "enable-aggregator-routing", false,
+		"Turns on aggregator routing requests to endpoints IP rather than cluster IP: here, to a ready endpoint of the APIService's Service rather than its cluster DNS name (<name>.<namespace>.svc).")
+	fs.StringVar(&proxyClientCertFile, "proxy-client-cert-file", "",
+		"Client certificate used to prove the identity of the aggregator or kube-apiserver when it must call out during a request. This includes proxying requests to a user api-server and calling out to webhook admission plugins. It is expected that this cert includes a signature from the CA in the --requestheader-client-ca-file flag. That CA is published in the 'extension-apiserver-authentication' configmap in the kube-system namespace. Components receiving calls from kube-aggregator should use that CA to perform their half of the mutual TLS verification.")
+	fs.StringVar(&proxyClientKeyFile, "proxy-client-key-file", "",
+		"Private key for the client certificate used to prove the identity of the aggregator or kube-apiserver when it must call out during a request. This includes proxying requests to a user api-server and calling out to webhook admission plugins.")
+}}
+
+var (
+	aggregatorRouting                       bool
+	proxyClientCertFile, proxyClientKeyFile string
+)
 
 // Served lists apiregistration.k8s.io/v1.
 func Served() []*discoveryv1.GroupVersion {
@@ -42,14 +61,17 @@ func Setup(b *backend.Backend) error {
 	client := registry.NewClient(h)
 	// What the aggregator only reads: admission's configurations and namespaces (core's), and
 	// CRDs (extensions').
-	readScheme, err := registry.NewScheme(admissionregistrationv1.AddToScheme, corev1.AddToScheme, apiextensionsv1.AddToScheme)
+	readScheme, err := registry.NewScheme(admissionregistrationv1.AddToScheme, corev1.AddToScheme, apiextensionsv1.AddToScheme, kdiscoveryv1.AddToScheme)
 	if err != nil {
 		return err
 	}
 	others := registry.NewHandler(readScheme, registry.NewSet(append(admission.ConfigurationResources(), registry.Namespaces(),
-		apiservice.CustomResourceDefinitions())...), store, b.Stopping())
+		apiservice.CustomResourceDefinitions(), proxy.Services(), proxy.EndpointSlices())...), store, b.Stopping())
 	othersClient := registry.NewClient(others)
 	if err := admission.Install(b, h, othersClient, client); err != nil {
+		return err
+	}
+	if err := serveProxy(b, client, othersClient); err != nil {
 		return err
 	}
 	b.Server.AddHealthChecks(apiservice.Completion(client))
@@ -68,6 +90,40 @@ func Setup(b *backend.Backend) error {
 	return b.Server.AddPostStartHook("start-watch-cache", func(ctx context.Context) error {
 		h.EnableWatchCache(ctx, b.Log)
 		others.EnableWatchCache(ctx, b.Log)
+		return nil
+	})
+}
+
+// serveProxy forwards the remote APIServices' requests, and publishes their group/versions as
+// proxied as APIServices come and go.
+func serveProxy(b *backend.Backend, apiservices, others *registry.Client) error {
+	var resolver proxy.Resolver = proxy.DNS{}
+	if aggregatorRouting {
+		e, err := proxy.NewEndpoints(others)
+		if err != nil {
+			return err
+		}
+		resolver = e
+	}
+	var cert *tls.Certificate
+	if proxyClientCertFile != "" || proxyClientKeyFile != "" {
+		c, err := tls.LoadX509KeyPair(proxyClientCertFile, proxyClientKeyFile)
+		if err != nil {
+			return fmt.Errorf("--proxy-client-cert-file/--proxy-client-key-file: %w", err)
+		}
+		cert = &c
+	}
+	r, _ := apiservices.Lookup(apiregistration.SchemeGroupVersion.WithResource("apiservices"))
+	lookup := func(ctx context.Context, group, version string) (*apiregistration.APIService, error) {
+		o, err := apiservices.Get(ctx, r, "", apiregistration.Name(schema.GroupVersion{Group: group, Version: version}))
+		if err != nil {
+			return nil, err
+		}
+		return o.(*apiregistration.APIService), nil
+	}
+	b.RegisterService(&proxyv1.ProxyService_ServiceDesc, proxy.NewServer(lookup, resolver, cert))
+	return b.Server.AddPostStartHook("apiservice-registration-controller", func(ctx context.Context) error {
+		go apiservice.RunProxied(ctx, apiservices, b.Log, b.SetProxied)
 		return nil
 	})
 }

@@ -2,8 +2,10 @@ package app
 
 import (
 	"net/http"
+	"strings"
 
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
+	"github.com/apichain/apichain/pkg/discovery"
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/services/gateway/connect"
 	"github.com/apichain/apichain/services/gateway/proxy"
@@ -15,6 +17,10 @@ import (
 // and authorization live; resources and API documents down the chain; anything else 404.
 func (g *Gateway) serveDelegated(w http.ResponseWriter, r *http.Request) {
 	info, _ := requestinfo.From(r.Context())
+	if group, version, ok := g.proxied(r, info); ok {
+		g.aggregated.Serve(w, r, group, version)
+		return
+	}
 	switch {
 	case reviews.IsReview(info):
 		g.reviews.ServeHTTP(w, r)
@@ -29,6 +35,18 @@ func (g *Gateway) serveDelegated(w http.ResponseWriter, r *http.Request) {
 	default:
 		proxy.NotFound(w, r)
 	}
+}
+
+// proxied says whether r is a request under /apis/<group>/<version> of a remote APIService,
+// which the aggregator forwards to its aggregated API server (as kube's aggregator does, that
+// goes for any group/version, a built-in one included).
+func (g *Gateway) proxied(r *http.Request, info *requestinfo.RequestInfo) (group, version string, ok bool) {
+	if info != nil && info.IsResourceRequest {
+		group, version = info.APIGroup, info.APIVersion
+	} else if parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 4); len(parts) >= 3 && parts[0] == "apis" {
+		group, version = parts[1], parts[2]
+	}
+	return group, version, group != "" && version != "" && g.router.Proxied(discovery.GroupVersion(group, version))
 }
 
 // startupStates are the instances on the startup timeline: the gateway itself and every

@@ -74,6 +74,7 @@ type Gateway struct {
 	auditNATS  *audit.NATSBackend
 	rest       *proxy.REST
 	documents  *discovery.Documents
+	aggregated *proxy.Aggregated
 	reviews    *reviews.Handler
 	apf        *apf.Controller // nil with --enable-priority-and-fairness=false
 }
@@ -265,6 +266,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	}
 	g.authorizer = authorizer
 	g.rest, g.documents = proxy.NewREST(g.router, g.opts.AuthorizationModes), discovery.NewDocuments(g.router)
+	g.aggregated = proxy.NewAggregated(g.router, g.opts.AuthorizationModes)
 	g.reviews = &reviews.Handler{Tokens: bearer, APIAudiences: auds, Authorizer: g.authorizer}
 	if err := g.setUpAudit(); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ package routing
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -113,6 +114,17 @@ func (rt *Router) rotate(svc string, insts []*lifecyclev1.InstanceState) []Targe
 		out = append(out, Target{Service: svc, Instance: st.GetInstanceId(), Addr: st.GetAddress()})
 	}
 	return out
+}
+
+// Proxied reports whether an instance that may take requests forwards gv to an aggregated
+// API server (a remote APIService): its requests go as HTTP exchanges.
+func (rt *Router) Proxied(gv string) bool {
+	for _, st := range rt.reg.Instances() {
+		if lifecycle.Routable(st) && slices.Contains(st.GetProxied(), gv) {
+			return true
+		}
+	}
+	return false
 }
 
 // Complete reports whether every backend service has an instance past MuxAndDiscoveryComplete.

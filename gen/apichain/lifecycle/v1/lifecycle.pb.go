@@ -283,8 +283,12 @@ type InstanceState struct {
 	// failing_webhooks are the admission webhooks whose last calls from this instance failed
 	// (a failure to call or to understand the webhook, not a rejection).
 	FailingWebhooks []*FailingWebhook `protobuf:"bytes,15,rep,name=failing_webhooks,json=failingWebhooks,proto3" json:"failing_webhooks,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// proxied lists the "group/version"s this instance forwards to aggregated API servers
+	// (the aggregator's remote APIServices), which the gateway sends as opaque HTTP exchanges
+	// (apichain.proxy.v1.ProxyService) rather than ResourceService calls.
+	Proxied       []string `protobuf:"bytes,16,rep,name=proxied,proto3" json:"proxied,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InstanceState) Reset() {
@@ -404,6 +408,13 @@ func (x *InstanceState) GetTransitions() []*StateTransition {
 func (x *InstanceState) GetFailingWebhooks() []*FailingWebhook {
 	if x != nil {
 		return x.FailingWebhooks
+	}
+	return nil
+}
+
+func (x *InstanceState) GetProxied() []string {
+	if x != nil {
+		return x.Proxied
 	}
 	return nil
 }
@@ -746,7 +757,7 @@ const file_apichain_lifecycle_v1_lifecycle_proto_rawDesc = "" +
 	"\x19ListInstanceStatesRequest\"r\n" +
 	"\x1aListInstanceStatesResponse\x12<\n" +
 	"\x06states\x18\x01 \x03(\v2$.apichain.lifecycle.v1.InstanceStateR\x06states\x12\x16\n" +
-	"\x06source\x18\x02 \x01(\tR\x06source\"\x9d\x05\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\"\xb7\x05\n" +
 	"\rInstanceState\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\tR\n" +
@@ -763,7 +774,8 @@ const file_apichain_lifecycle_v1_lifecycle_proto_rawDesc = "" +
 	"\x06served\x18\v \x03(\tR\x06served\x122\n" +
 	"\x05state\x18\r \x01(\x0e2\x1c.apichain.lifecycle.v1.StateR\x05state\x12H\n" +
 	"\vtransitions\x18\x0e \x03(\v2&.apichain.lifecycle.v1.StateTransitionR\vtransitions\x12P\n" +
-	"\x10failing_webhooks\x18\x0f \x03(\v2%.apichain.lifecycle.v1.FailingWebhookR\x0ffailingWebhooksJ\x04\b\n" +
+	"\x10failing_webhooks\x18\x0f \x03(\v2%.apichain.lifecycle.v1.FailingWebhookR\x0ffailingWebhooks\x12\x18\n" +
+	"\aproxied\x18\x10 \x03(\tR\aproxiedJ\x04\b\n" +
 	"\x10\vJ\x04\b\f\x10\rR\rshutting_downR\x06phases\"q\n" +
 	"\x0fStateTransition\x122\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1c.apichain.lifecycle.v1.StateR\x05state\x12*\n" +

@@ -1,0 +1,232 @@
+// Package proxy forwards the requests of remote APIServices to their aggregated API servers,
+// as kube's aggregator proxies them: the gateway hands each request over as an HTTP exchange
+// on a gRPC stream (apichain.proxy.v1.ProxyService), and this package replays it to the
+// server behind the APIService's Service, with the caller's identity in front-proxy headers,
+// through apimachinery's upgrade-aware proxy (kube's own), so streamed responses and upgraded
+// connections (exec, attach, port-forward) behave as on kube.
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	proxyv1 "github.com/apichain/apichain/gen/apichain/proxy/v1"
+	"github.com/apichain/apichain/pkg/apiregistration"
+	"github.com/apichain/apichain/pkg/rpcstatus"
+	"github.com/apichain/apichain/pkg/user"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	utilproxy "k8s.io/apimachinery/pkg/util/proxy"
+)
+
+// Lookup finds the APIService of a group/version.
+type Lookup func(ctx context.Context, group, version string) (*apiregistration.APIService, error)
+
+// Server is the aggregator's ProxyService.
+type Server struct {
+	proxyv1.UnimplementedProxyServiceServer
+	lookup  Lookup
+	resolve Resolver
+	// clientCert is the front-proxy client certificate presented to aggregated servers (none:
+	// they see an unauthenticated client).
+	clientCert *tls.Certificate
+
+	mu         sync.Mutex
+	transports map[string]*http.Transport // by TLS settings
+}
+
+// NewServer forwards to the servers lookup and resolve find, presenting clientCert.
+func NewServer(lookup Lookup, resolve Resolver, clientCert *tls.Certificate) *Server {
+	return &Server{lookup: lookup, resolve: resolve, clientCert: clientCert, transports: map[string]*http.Transport{}}
+}
+
+// Exchange replays one HTTP exchange to the APIService's server.
+func (s *Server) Exchange(stream proxyv1.ProxyService_ExchangeServer) error {
+	ctx := stream.Context()
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	head := first.GetHead()
+	if head == nil {
+		return statusError(apierrors.NewBadRequest("the exchange must start with the request head"))
+	}
+	a, err := s.lookup(ctx, head.GetGroup(), head.GetVersion())
+	if apierrors.IsNotFound(err) || (err == nil && a.Spec.Service == nil) {
+		return rpcstatus.NotServed(head.GetGroup() + "/" + head.GetVersion())
+	}
+	if err != nil {
+		return statusError(err)
+	}
+	u, ok := user.From(ctx)
+	if !ok {
+		return statusError(apierrors.NewInternalError(fmt.Errorf("missing user")))
+	}
+	host, err := s.resolve.Resolve(ctx, a.Spec.Service)
+	if err != nil {
+		return statusError(apierrors.NewServiceUnavailable("service unavailable"))
+	}
+	transport, err := s.transport(a)
+	if err != nil {
+		return statusError(apierrors.NewInternalError(err))
+	}
+	req, err := request(ctx, head, host)
+	if err != nil {
+		return statusError(apierrors.NewBadRequest(err.Error()))
+	}
+	upgrade := httpstream.IsUpgradeRequest(req)
+	w := newStreamWriter(stream)
+	if !upgrade {
+		req.Body = &bodyReader{stream: stream}
+	} else {
+		req.Body = http.NoBody
+	}
+	setFrontProxyHeaders(req.Header, u)
+	location := &url.URL{Scheme: "https", Host: host, Path: req.URL.Path, RawQuery: req.URL.RawQuery}
+	handler := utilproxy.NewUpgradeAwareHandler(location, transport, false, upgrade, responder{})
+	handler.ServeHTTP(w, req)
+	return w.finish()
+}
+
+// statusError is err as the call's status.
+func statusError(err error) error {
+	var st metav1.Status
+	if se, ok := err.(apierrors.APIStatus); ok {
+		st = se.Status()
+	} else {
+		st = apierrors.NewInternalError(err).Status()
+	}
+	st.Kind, st.APIVersion = "Status", "v1"
+	return rpcstatus.FromKube(&st)
+}
+
+// request is the head as an http.Request to host.
+func request(ctx context.Context, head *proxyv1.RequestHead, host string) (*http.Request, error) {
+	target, err := url.ParseRequestURI(head.GetRequestUri())
+	if err != nil {
+		return nil, fmt.Errorf("request URI: %w", err)
+	}
+	target.Scheme, target.Host = "https", host
+	req, err := http.NewRequestWithContext(ctx, head.GetMethod(), target.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range head.GetHeaders() {
+		for _, v := range h.GetValues() {
+			req.Header.Add(h.GetName(), v)
+		}
+	}
+	// What only the gateway may say about a caller never reaches the server.
+	req.Header.Del("Authorization")
+	for name := range req.Header {
+		if l := strings.ToLower(name); strings.HasPrefix(l, "impersonate-") || strings.HasPrefix(l, "x-remote-") {
+			req.Header.Del(name)
+		}
+	}
+	if cl := req.Header.Get("Content-Length"); cl != "" {
+		fmt.Sscan(cl, &req.ContentLength) //nolint:errcheck // a bad length stays unknown
+	}
+	return req, nil
+}
+
+// setFrontProxyHeaders says who the caller is, as kube's aggregator does.
+func setFrontProxyHeaders(h http.Header, u *user.User) {
+	h.Set("X-Remote-User", u.Name)
+	if u.UID != "" {
+		h.Set("X-Remote-Uid", u.UID)
+	}
+	for _, g := range u.Groups {
+		h.Add("X-Remote-Group", g)
+	}
+	for k, vs := range u.Extra {
+		for _, v := range vs {
+			h.Add("X-Remote-Extra-"+headerKeyEscape(k), v)
+		}
+	}
+}
+
+// headerKeyEscape is kube's escaping of an extra key in a header name: what is not a legal
+// header-name byte (or is %) is percent-encoded.
+func headerKeyEscape(key string) string {
+	var b strings.Builder
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c != '%' && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$&'*+-.^_`|~", c) >= 0) {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
+}
+
+// transport is the HTTP transport to a's server: its CA bundle (or no verification), its
+// Service's name expected in the certificate, and the front-proxy client certificate.
+func (s *Server) transport(a *apiregistration.APIService) (*http.Transport, error) {
+	svc := a.Spec.Service
+	serverName := svc.Name + "." + svc.Namespace + ".svc"
+	sum := sha256.Sum256(a.Spec.CABundle)
+	key := fmt.Sprintf("%s|%x|%t", serverName, sum, a.Spec.InsecureSkipTLSVerify)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.transports[key]; ok {
+		return t, nil
+	}
+	cfg := &tls.Config{ServerName: serverName, InsecureSkipVerify: a.Spec.InsecureSkipTLSVerify, MinVersion: tls.VersionTLS12} //nolint:gosec // the APIService asks for it
+	if len(a.Spec.CABundle) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(a.Spec.CABundle) {
+			return nil, fmt.Errorf("apiservice %s: caBundle holds no PEM certificate", a.Name)
+		}
+		cfg.RootCAs = pool
+	}
+	if s.clientCert != nil {
+		cfg.Certificates = []tls.Certificate{*s.clientCert}
+	}
+	t := &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 25,
+		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second}
+	s.transports[key] = t
+	return t, nil
+}
+
+// responder answers a failure to reach the server as kube's aggregator does: 503 with the
+// error.
+type responder struct{}
+
+func (r responder) Error(w http.ResponseWriter, _ *http.Request, err error) {
+	http.Error(w, err.Error(), http.StatusServiceUnavailable)
+}
+
+// bodyReader reads the request body from the exchange's data messages until the gateway
+// half-closes.
+type bodyReader struct {
+	stream proxyv1.ProxyService_ExchangeServer
+	buf    []byte
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	for len(b.buf) == 0 {
+		m, err := b.stream.Recv()
+		if err != nil {
+			return 0, err // io.EOF at the half-close
+		}
+		b.buf = m.GetData()
+	}
+	n := copy(p, b.buf)
+	b.buf = b.buf[n:]
+	return n, nil
+}
+
+func (b *bodyReader) Close() error { return nil }
+
+var _ io.ReadCloser = (*bodyReader)(nil)

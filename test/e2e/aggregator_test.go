@@ -1,0 +1,203 @@
+package e2e
+
+import (
+	"bufio"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apichain/apichain/pkg/certs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// aggregatedServer is a stand-in aggregated API server for wardle.example.com/v1alpha1 on
+// the host's own address, with a certificate for its Service's name (wardle.default.svc). It
+// keeps the headers of the last request it got, and holds a watch open after its first event
+// until release is closed.
+type aggregatedServer struct {
+	host, port string
+	caBundle   string
+	release    chan struct{}
+	mu         sync.Mutex
+	last       http.Header
+}
+
+// hostAddress is a non-loopback IPv4 address of this machine: an endpoint of a Service may not
+// be loopback.
+func hostAddress(t *testing.T) string {
+	addrs, err := net.InterfaceAddrs()
+	require.NoError(t, err)
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	t.Skip("this machine has no non-loopback IPv4 address for an endpoint")
+	return ""
+}
+
+func startAggregatedServer(t *testing.T) *aggregatedServer {
+	ca, err := certs.NewCA("wardle-test-ca", time.Hour)
+	require.NoError(t, err)
+	certPEM, keyPEM, err := ca.IssueServing("wardle", []string{"wardle.default.svc"}, time.Hour)
+	require.NoError(t, err)
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	require.NoError(t, err)
+	ln, err := tls.Listen("tcp", net.JoinHostPort(hostAddress(t), "0"), &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12})
+	require.NoError(t, err)
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	s := &aggregatedServer{host: host, port: port, caBundle: base64.StdEncoding.EncodeToString(ca.CertPEM), release: make(chan struct{})}
+	srv := &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return s
+}
+
+func (s *aggregatedServer) headers() http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last.Clone()
+}
+
+func (s *aggregatedServer) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.last = r.Header.Clone()
+	s.mu.Unlock()
+	const gv = "/apis/wardle.example.com/v1alpha1"
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case r.URL.Path == gv:
+		fmt.Fprint(w, `{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"wardle.example.com/v1alpha1",`+
+			`"resources":[{"name":"flunders","singularName":"flunder","namespaced":true,"kind":"Flunder","verbs":["get","list","watch","create"]}]}`)
+	case r.URL.Path == gv+"/namespaces/default/flunders" && r.Method == http.MethodPost:
+		body, _ := io.ReadAll(r.Body)
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write(body)
+	case r.URL.Path == gv+"/namespaces/default/flunders" && r.URL.Query().Get("watch") == "true":
+		flusher := w.(http.Flusher)
+		fmt.Fprintln(w, `{"type":"ADDED","object":{"kind":"Flunder","apiVersion":"wardle.example.com/v1alpha1","metadata":{"name":"first"}}}`)
+		flusher.Flush()
+		select {
+		case <-s.release:
+		case <-r.Context().Done():
+			return
+		case <-time.After(20 * time.Second):
+		}
+		fmt.Fprintln(w, `{"type":"ADDED","object":{"kind":"Flunder","apiVersion":"wardle.example.com/v1alpha1","metadata":{"name":"second"}}}`)
+	case r.URL.Path == gv+"/namespaces/default/flunders":
+		fmt.Fprintf(w, `{"kind":"FlunderList","apiVersion":"wardle.example.com/v1alpha1","metadata":{},"items":[{"metadata":{"name":"f1"}}]}`)
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"no such flunder path","reason":"NotFound","code":404}`)
+	}
+}
+
+// A remote APIService's requests reach its aggregated API server through the gateway and the
+// aggregator (--enable-aggregator-routing: a ready endpoint of its Service), with the caller
+// in front-proxy headers and nothing the client claimed about itself; bodies go both ways and a
+// watch streams event by event.
+func TestAggregatedAPIServerProxied(t *testing.T) {
+	srv := startAggregatedServer(t)
+	c, _ := startAllInOne(t, "--enable-aggregator-routing")
+	kubeconfig := filepath.Join(c.dataDir(), "admin.kubeconfig")
+	manifest := fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: wardle, namespace: default}
+spec: {ports: [{name: https, port: 443, targetPort: %[1]s}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: wardle-1, namespace: default, labels: {kubernetes.io/service-name: wardle}}
+addressType: IPv4
+endpoints: [{addresses: [%[2]s]}]
+ports: [{name: https, port: %[1]s}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1alpha1.wardle.example.com}
+spec:
+  group: wardle.example.com
+  version: v1alpha1
+  service: {namespace: default, name: wardle}
+  caBundle: %[3]s
+  groupPriorityMinimum: 1000
+  versionPriority: 15
+`, srv.port, srv.host, srv.caBundle)
+	file := filepath.Join(t.TempDir(), "wardle.yaml")
+	writeFile(t, file, manifest)
+	out, err := kubectl(t, kubeconfig, "apply", "-f", file)
+	require.NoError(t, err, out)
+
+	const gv = "/apis/wardle.example.com/v1alpha1"
+	c.eventuallyBody(gv, http.StatusOK, 15*time.Second, `"groupVersion":"wardle.example.com/v1alpha1"`, `"name":"flunders"`)
+
+	out, err = kubectl(t, kubeconfig, "get", "--raw", gv+"/namespaces/default/flunders")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, `"kind":"FlunderList"`)
+	h := srv.headers()
+	assert.Equal(t, "kubernetes-admin", h.Get("X-Remote-User"))
+	assert.Contains(t, h.Values("X-Remote-Group"), "system:masters")
+	assert.Empty(t, h.Get("Authorization"))
+
+	// What the client says about itself does not pass.
+	req, err := http.NewRequest(http.MethodGet, c.base+gv+"/namespaces/default/flunders", nil)
+	require.NoError(t, err)
+	req.Header.Set("X-Remote-User", "mallory")
+	req.Header.Set("X-Remote-Group", "system:masters")
+	req.Header.Set("X-Remote-Extra-Scopes", "all")
+	resp, err := c.http.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	h = srv.headers()
+	assert.Equal(t, []string{"kubernetes-admin"}, h.Values("X-Remote-User"))
+	assert.NotContains(t, h.Values("X-Remote-Group"), "mallory")
+	assert.Empty(t, h.Values("X-Remote-Extra-Scopes"))
+
+	// A body goes there and back, with the server's status.
+	body := `{"apiVersion":"wardle.example.com/v1alpha1","kind":"Flunder","metadata":{"name":"posted"}}`
+	resp, err = c.http.Post(c.base+gv+"/namespaces/default/flunders", "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusCreated, resp.StatusCode)
+	assert.JSONEq(t, body, string(got))
+
+	// The server's own errors pass through.
+	code, errBody, _ := c.get(gv + "/nothing/here")
+	assert.Equal(t, http.StatusNotFound, code)
+	assert.Contains(t, errBody, "no such flunder path")
+
+	// A watch streams: the first event arrives while the server still holds the second.
+	resp, err = c.http.Get(c.base + gv + "/namespaces/default/flunders?watch=true")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	lines := bufio.NewReader(resp.Body)
+	first, err := lines.ReadString('\n')
+	require.NoError(t, err)
+	var ev struct {
+		Type   string `json:"type"`
+		Object struct {
+			Metadata struct{ Name string } `json:"metadata"`
+		} `json:"object"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(first), &ev))
+	assert.Equal(t, "first", ev.Object.Metadata.Name)
+	close(srv.release)
+	second, err := lines.ReadString('\n')
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal([]byte(second), &ev))
+	assert.Equal(t, "second", ev.Object.Metadata.Name)
+	_, err = lines.ReadString('\n')
+	assert.ErrorIs(t, err, io.EOF, "the watch ends when the server ends it")
+}
