@@ -18,6 +18,7 @@ import (
 	"github.com/apichain/apichain/pkg/certs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
 )
 
 // aggregatedServer is a stand-in aggregated API server for wardle.example.com/v1alpha1 on
@@ -76,6 +77,20 @@ func (s *aggregatedServer) serve(w http.ResponseWriter, r *http.Request) {
 	const gv = "/apis/wardle.example.com/v1alpha1"
 	w.Header().Set("Content-Type", "application/json")
 	switch {
+	case r.Header.Get("Upgrade") == "test-echo": // echoes what it reads, upper-cased
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		fmt.Fprint(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test-echo\r\n\r\n")
+		for {
+			line, err := brw.ReadString('\n')
+			if err != nil {
+				return
+			}
+			fmt.Fprint(conn, strings.ToUpper(line))
+		}
 	case r.URL.Path == gv:
 		fmt.Fprint(w, `{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"wardle.example.com/v1alpha1",`+
 			`"resources":[{"name":"flunders","singularName":"flunder","namespaced":true,"kind":"Flunder","verbs":["get","list","watch","create"]}]}`)
@@ -200,4 +215,27 @@ spec:
 	assert.Equal(t, "second", ev.Object.Metadata.Name)
 	_, err = lines.ReadString('\n')
 	assert.ErrorIs(t, err, io.EOF, "the watch ends when the server ends it")
+
+	// An upgrade request becomes a connection to the server, both ways.
+	tlsCfg, err := rest.TLSConfigFor(c.config)
+	require.NoError(t, err)
+	tlsCfg.NextProtos = []string{"http/1.1"}
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(c.base, "https://"), tlsCfg)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(20*time.Second)))
+	fmt.Fprintf(conn, "POST %s/namespaces/default/flunders/f1/exec HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: test-echo\r\n\r\n", gv)
+	br := bufio.NewReader(conn)
+	status, err := br.ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "HTTP/1.1 101 Switching Protocols\r\n", status)
+	for line, _ := br.ReadString('\n'); line != "\r\n"; line, _ = br.ReadString('\n') {
+		require.NotEmpty(t, line, "the response head ends")
+	}
+	for _, word := range []string{"hello\n", "again\n"} {
+		fmt.Fprint(conn, word)
+		echoed, err := br.ReadString('\n')
+		require.NoError(t, err)
+		assert.Equal(t, strings.ToUpper(word), echoed)
+	}
 }
