@@ -29,6 +29,7 @@ type aggregatedServer struct {
 	host, port string
 	caBundle   string
 	release    chan struct{}
+	stop       func()
 	mu         sync.Mutex
 	last       http.Header
 }
@@ -60,7 +61,8 @@ func startAggregatedServer(t *testing.T) *aggregatedServer {
 	s := &aggregatedServer{host: host, port: port, caBundle: base64.StdEncoding.EncodeToString(ca.CertPEM), release: make(chan struct{})}
 	srv := &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	s.stop = func() { _ = srv.Close() }
+	t.Cleanup(s.stop)
 	return s
 }
 
@@ -155,6 +157,12 @@ spec:
 
 	const gv = "/apis/wardle.example.com/v1alpha1"
 	c.eventuallyBody(gv, http.StatusOK, 15*time.Second, `"groupVersion":"wardle.example.com/v1alpha1"`, `"name":"flunders"`)
+	out, err = kubectl(t, kubeconfig, "get", "apiservice", "v1alpha1.wardle.example.com")
+	require.NoError(t, err, out)
+	assert.Regexp(t, `(?m)^v1alpha1.wardle.example.com\s+default/wardle\s+True\s+\S+$`, out)
+	out, err = kubectl(t, kubeconfig, "get", "apiservice", "v1alpha1.wardle.example.com", "-o", "jsonpath={.status.conditions[0].reason}: {.status.conditions[0].message}")
+	require.NoError(t, err, out)
+	assert.Equal(t, "Passed: all checks passed", out)
 
 	out, err = kubectl(t, kubeconfig, "get", "--raw", gv+"/namespaces/default/flunders")
 	require.NoError(t, err, out)
@@ -238,4 +246,85 @@ spec:
 		require.NoError(t, err)
 		assert.Equal(t, strings.ToUpper(word), echoed)
 	}
+}
+
+// An APIService that is not available says why, as kube does, and its requests get a fast 503
+// naming it instead of waiting on a server that is not there.
+func TestAggregatedAPIServerUnavailable(t *testing.T) {
+	srv := startAggregatedServer(t)
+	c, _ := startAllInOne(t, "--enable-aggregator-routing")
+	kubeconfig := filepath.Join(c.dataDir(), "admin.kubeconfig")
+	file := filepath.Join(t.TempDir(), "apiservices.yaml")
+	writeFile(t, file, fmt.Sprintf(`apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1.missing.example.com}
+spec: {group: missing.example.com, version: v1, service: {namespace: default, name: nope}, groupPriorityMinimum: 100, versionPriority: 10, insecureSkipTLSVerify: true}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: noport, namespace: default}
+spec: {ports: [{name: https, port: 8443}]}
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1.noport.example.com}
+spec: {group: noport.example.com, version: v1, service: {namespace: default, name: noport}, groupPriorityMinimum: 100, versionPriority: 10, insecureSkipTLSVerify: true}
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1.noslices.example.com}
+spec: {group: noslices.example.com, version: v1, service: {namespace: default, name: noport, port: 8443}, groupPriorityMinimum: 100, versionPriority: 10, insecureSkipTLSVerify: true}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: wardle, namespace: default}
+spec: {ports: [{name: https, port: 443, targetPort: %[1]s}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: wardle-1, namespace: default, labels: {kubernetes.io/service-name: wardle}}
+addressType: IPv4
+endpoints: [{addresses: [%[2]s]}]
+ports: [{name: https, port: %[1]s}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1alpha1.wardle.example.com}
+spec: {group: wardle.example.com, version: v1alpha1, service: {namespace: default, name: wardle}, caBundle: %[3]s, groupPriorityMinimum: 1000, versionPriority: 15}
+`, srv.port, srv.host, srv.caBundle))
+	out, err := kubectl(t, kubeconfig, "apply", "-f", file)
+	require.NoError(t, err, out)
+	condition := func(name string) string {
+		out, _ := kubectl(t, kubeconfig, "get", "apiservice", name, "-o", "jsonpath={.status.conditions[0].status} {.status.conditions[0].reason}: {.status.conditions[0].message}")
+		return out
+	}
+	for name, want := range map[string]string{
+		"v1.missing.example.com":      `False ServiceNotFound: service/nope in "default" is not present`,
+		"v1.noport.example.com":       `False ServicePortError: service/noport in "default" is not listening on port 443`,
+		"v1.noslices.example.com":     `False EndpointsNotFound: cannot find endpointslices for service/noport in "default"`,
+		"v1alpha1.wardle.example.com": `True Passed: all checks passed`,
+	} {
+		require.Eventually(t, func() bool { return condition(name) == want }, 15*time.Second, 50*time.Millisecond, "%s: %s", name, condition(name))
+	}
+	out, err = kubectl(t, kubeconfig, "get", "apiservice", "v1.missing.example.com")
+	require.NoError(t, err, out)
+	assert.Regexp(t, `(?m)^v1.missing.example.com\s+default/nope\s+False \(ServiceNotFound\)\s+\S+$`, out)
+
+	start := time.Now()
+	code, body, _ := c.get("/apis/missing.example.com/v1/things")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, `service unavailable: APIService v1.missing.example.com is not available (ServiceNotFound: service/nope in \"default\" is not present)`)
+	assert.Less(t, time.Since(start), 2*time.Second, "no wait on a server that is not there")
+
+	// The server dies: the next check (here, at once, for a change to its Service) says so.
+	srv.stop()
+	out, err = kubectl(t, kubeconfig, "annotate", "service", "wardle", "-n", "default", "touched=yes")
+	require.NoError(t, err, out)
+	require.Eventually(t, func() bool {
+		return strings.HasPrefix(condition("v1alpha1.wardle.example.com"), "False FailedDiscoveryCheck: failing or missing response from https://")
+	},
+		20*time.Second, 50*time.Millisecond, condition("v1alpha1.wardle.example.com"))
+	code, body, _ = c.get("/apis/wardle.example.com/v1alpha1/namespaces/default/flunders")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, "APIService v1alpha1.wardle.example.com is not available (FailedDiscoveryCheck: ")
 }

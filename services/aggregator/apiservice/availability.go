@@ -24,36 +24,80 @@ const (
 	messageLocal = "Local APIServices are always available"
 )
 
-// RunAvailability keeps the Available condition of the APIServices, on every change and every
-// resync until ctx ends. A local one is always available, as in kube.
-func RunAvailability(ctx context.Context, c *registry.Client, log *slog.Logger, resync time.Duration) {
+// Remote checks a remote APIService and returns its Available condition.
+type Remote func(ctx context.Context, a *apiregistration.APIService) apiregistration.APIServiceCondition
+
+// RunAvailability keeps the Available condition of APIServices until ctx ends, on every
+// change to them or to what triggers reports and every resync: without remote, of the local
+// ones, always available as in kube; with it, of the remote ones, each checked on its own so a
+// slow server delays no other.
+func RunAvailability(ctx context.Context, c *registry.Client, remote Remote, triggers []<-chan registry.Change, log *slog.Logger, resync time.Duration) {
 	r, ok := c.Lookup(apiregistration.SchemeGroupVersion.WithResource("apiservices"))
 	if !ok {
 		return
 	}
-	c.Reconcile(ctx, r, resync, func(ctx context.Context) error {
-		list, err := c.List(ctx, r, "", "")
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("APIService availability", "err", err)
-			}
-			return err
+	changes, triggered := c.Watch(ctx, r), merge(triggers)
+	t := time.NewTicker(resync)
+	defer t.Stop()
+	for {
+		if err := availabilityPass(ctx, c, r, remote, log); err != nil && ctx.Err() == nil {
+			log.Warn("APIService availability", "err", err)
 		}
-		for _, o := range list {
-			a := o.(*apiregistration.APIService)
-			if a.Spec.Service != nil {
-				continue // an aggregated server's availability is checked where it is proxied
-			}
-			want := apiregistration.APIServiceCondition{Type: apiregistration.Available, Status: apiregistration.ConditionTrue,
-				Reason: reasonLocal, Message: messageLocal}
-			if setCondition(a, want, time.Now()) {
-				if err := c.ReplaceStatus(ctx, r, a); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-					log.Warn("APIService availability", "apiservice", a.Name, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-changes:
+		case <-t.C:
+		case <-triggered:
+		}
+	}
+}
+
+// merge turns several change streams into one trigger (a pending trigger absorbs more); its
+// goroutines end as the streams close with their context.
+func merge(chans []<-chan registry.Change) <-chan struct{} {
+	out := make(chan struct{}, 1)
+	for _, ch := range chans {
+		go func() {
+			for range ch {
+				select {
+				case out <- struct{}{}:
+				default:
 				}
 			}
+		}()
+	}
+	return out
+}
+
+func availabilityPass(ctx context.Context, c *registry.Client, r *registry.Resource, remote Remote, log *slog.Logger) error {
+	list, err := c.List(ctx, r, "", "")
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	for _, o := range list {
+		a := o.(*apiregistration.APIService)
+		switch {
+		case a.Spec.Service == nil && remote == nil:
+			writeCondition(ctx, c, r, a, apiregistration.APIServiceCondition{Type: apiregistration.Available,
+				Status: apiregistration.ConditionTrue, Reason: reasonLocal, Message: messageLocal}, log)
+		case a.Spec.Service != nil && remote != nil:
+			wg.Go(func() { writeCondition(ctx, c, r, a, remote(ctx, a), log) })
 		}
-		return nil
-	})
+	}
+	wg.Wait()
+	return nil
+}
+
+// writeCondition stores want as a's Available condition if it changes anything.
+func writeCondition(ctx context.Context, c *registry.Client, r *registry.Resource, a *apiregistration.APIService, want apiregistration.APIServiceCondition, log *slog.Logger) {
+	if !setCondition(a, want, time.Now()) {
+		return
+	}
+	if err := c.ReplaceStatus(ctx, r, a); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+		log.Warn("APIService availability", "apiservice", a.Name, "err", err)
+	}
 }
 
 // setCondition puts want in a's status and reports whether that changed anything; the

@@ -81,12 +81,6 @@ func Setup(b *backend.Backend) error {
 	}); err != nil {
 		return err
 	}
-	if err := b.Server.AddPostStartHook("apiservice-status-local-available-controller", func(ctx context.Context) error {
-		go apiservice.RunAvailability(ctx, client, b.Log, 5*time.Minute)
-		return nil
-	}); err != nil {
-		return err
-	}
 	return b.Server.AddPostStartHook("start-watch-cache", func(ctx context.Context) error {
 		h.EnableWatchCache(ctx, b.Log)
 		others.EnableWatchCache(ctx, b.Log)
@@ -121,9 +115,28 @@ func serveProxy(b *backend.Backend, apiservices, others *registry.Client) error 
 		}
 		return o.(*apiregistration.APIService), nil
 	}
-	b.RegisterService(&proxyv1.ProxyService_ServiceDesc, proxy.NewServer(lookup, resolver, cert))
-	return b.Server.AddPostStartHook("apiservice-registration-controller", func(ctx context.Context) error {
+	server, err := proxy.NewServer(lookup, resolver, cert, others)
+	if err != nil {
+		return err
+	}
+	b.RegisterService(&proxyv1.ProxyService_ServiceDesc, server)
+	if err := b.Server.AddPostStartHook("apiservice-registration-controller", func(ctx context.Context) error {
 		go apiservice.RunProxied(ctx, apiservices, b.Log, b.SetProxied)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := b.Server.AddPostStartHook("apiservice-status-local-available-controller", func(ctx context.Context) error {
+		go apiservice.RunAvailability(ctx, apiservices, nil, nil, b.Log, 5*time.Minute)
+		return nil
+	}); err != nil {
+		return err
+	}
+	// Remote ones are checked on every change to APIServices, Services and EndpointSlices, and
+	// every 30 s, as kube does.
+	return b.Server.AddPostStartHook("apiservice-status-remote-available-controller", func(ctx context.Context) error {
+		triggers := []<-chan registry.Change{others.Watch(ctx, proxy.Services()), others.Watch(ctx, proxy.EndpointSlices())}
+		go apiservice.RunAvailability(ctx, apiservices, server.Check, triggers, b.Log, 30*time.Second)
 		return nil
 	})
 }

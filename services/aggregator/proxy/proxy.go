@@ -21,8 +21,11 @@ import (
 
 	proxyv1 "github.com/apichain/apichain/gen/apichain/proxy/v1"
 	"github.com/apichain/apichain/pkg/apiregistration"
+	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/pkg/user"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
@@ -37,6 +40,9 @@ type Server struct {
 	proxyv1.UnimplementedProxyServiceServer
 	lookup  Lookup
 	resolve Resolver
+	// objects reads Services and EndpointSlices (core's) for the availability checks.
+	objects                  *registry.Client
+	services, endpointSlices *registry.Resource
 	// clientCert is the front-proxy client certificate presented to aggregated servers (none:
 	// they see an unauthenticated client).
 	clientCert *tls.Certificate
@@ -45,9 +51,16 @@ type Server struct {
 	transports map[string]*http.Transport // by TLS settings
 }
 
-// NewServer forwards to the servers lookup and resolve find, presenting clientCert.
-func NewServer(lookup Lookup, resolve Resolver, clientCert *tls.Certificate) *Server {
-	return &Server{lookup: lookup, resolve: resolve, clientCert: clientCert, transports: map[string]*http.Transport{}}
+// NewServer forwards to the servers lookup and resolve find, presenting clientCert; objects
+// reads Services and EndpointSlices.
+func NewServer(lookup Lookup, resolve Resolver, clientCert *tls.Certificate, objects *registry.Client) (*Server, error) {
+	services, ok1 := objects.Lookup(corev1.SchemeGroupVersion.WithResource("services"))
+	endpointSlices, ok2 := objects.Lookup(discoveryv1.SchemeGroupVersion.WithResource("endpointslices"))
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("services and endpointslices must be readable")
+	}
+	return &Server{lookup: lookup, resolve: resolve, clientCert: clientCert, objects: objects, services: services,
+		endpointSlices: endpointSlices, transports: map[string]*http.Transport{}}, nil
 }
 
 // Exchange replays one HTTP exchange to the APIService's server.
@@ -67,6 +80,9 @@ func (s *Server) Exchange(stream proxyv1.ProxyService_ExchangeServer) error {
 	}
 	if err != nil {
 		return statusError(err)
+	}
+	if c := a.Status.AvailableCondition(); c == nil || c.Status != apiregistration.ConditionTrue {
+		return statusError(unavailable(a))
 	}
 	u, ok := user.From(ctx)
 	if !ok {
