@@ -156,7 +156,7 @@ func (b *Backend) currentInstance() lifecycle.Instance {
 func (b *Backend) SetServed(served []*discoveryv1.GroupVersion) {
 	b.discovery.setServed(served)
 	b.instMu.Lock()
-	b.instance.Served = append(b.discovery.ServedNames(), b.instance.Proxied...)
+	b.instance.Served = union(b.discovery.ServedNames(), b.instance.Proxied)
 	b.instMu.Unlock()
 	b.Server.NotifyChange()
 }
@@ -167,9 +167,20 @@ func (b *Backend) SetServed(served []*discoveryv1.GroupVersion) {
 func (b *Backend) SetProxied(gvs []string) {
 	b.instMu.Lock()
 	b.instance.Proxied = slices.Clone(gvs)
-	b.instance.Served = append(b.discovery.ServedNames(), gvs...)
+	b.instance.Served = union(b.discovery.ServedNames(), gvs)
 	b.instMu.Unlock()
 	b.Server.NotifyChange()
+}
+
+// union is a followed by what of b it lacks.
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // RegisterService adds a gRPC service beyond the ones every backend serves (the aggregator's

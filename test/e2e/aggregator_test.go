@@ -164,6 +164,15 @@ spec:
 	require.NoError(t, err, out)
 	assert.Equal(t, "Passed: all checks passed", out)
 
+	// Discovery lists the server's resources, so kubectl knows them by name.
+	require.Eventually(t, func() bool {
+		out, err := kubectl(t, kubeconfig, "api-resources", "--api-group=wardle.example.com", "--no-headers")
+		return err == nil && strings.Contains(out, "flunders") && strings.Contains(out, "wardle.example.com/v1alpha1")
+	}, 15*time.Second, 100*time.Millisecond)
+	out, err = kubectl(t, kubeconfig, "get", "flunders", "-n", "default")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "f1")
+
 	out, err = kubectl(t, kubeconfig, "get", "--raw", gv+"/namespaces/default/flunders")
 	require.NoError(t, err, out)
 	assert.Contains(t, out, `"kind":"FlunderList"`)

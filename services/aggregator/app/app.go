@@ -132,6 +132,13 @@ func serveProxy(b *backend.Backend, apiservices, others *registry.Client) error 
 	}); err != nil {
 		return err
 	}
+	own := registry.NewSet(apiservice.Resource()).Served()
+	if err := b.Server.AddPostStartHook("apiservice-discovery-controller", func(ctx context.Context) error {
+		go apiservice.RunRemoteDiscovery(ctx, apiservices, own, server.Resources, b.SetServed, b.Log, 30*time.Second)
+		return nil
+	}); err != nil {
+		return err
+	}
 	// Remote ones are checked on every change to APIServices, Services and EndpointSlices, and
 	// every 30 s, as kube does.
 	return b.Server.AddPostStartHook("apiservice-status-remote-available-controller", func(ctx context.Context) error {

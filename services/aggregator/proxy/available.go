@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -138,4 +141,42 @@ func unavailable(a *apiregistration.APIService) error {
 		msg += " (" + c.Reason + ": " + strings.TrimSpace(c.Message) + ")"
 	}
 	return apierrors.NewServiceUnavailable(msg)
+}
+
+// Resources reads the group/version's discovery document from a's server (as
+// system:kube-aggregator, within 5 s): what the aggregator lists of it in /apis.
+func (s *Server) Resources(ctx context.Context, a *apiregistration.APIService) (*metav1.APIResourceList, error) {
+	transport, err := s.transport(a)
+	if err != nil {
+		return nil, err
+	}
+	host, err := s.resolve.Resolve(ctx, a.Spec.Service)
+	if err != nil {
+		return nil, err
+	}
+	path := "/apis/" + a.Spec.Group + "/" + a.Spec.Version
+	if a.Spec.Group == "" {
+		path = "/api/" + a.Spec.Version
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+host+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	setFrontProxyHeaders(req.Header, &user.User{Name: "system:kube-aggregator", Groups: []string{user.SystemPrivilegedGroup}})
+	resp, err := (&http.Client{Transport: transport}).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: status %d", path, resp.StatusCode)
+	}
+	list := &metav1.APIResourceList{}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(list); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return list, nil
 }

@@ -1,0 +1,92 @@
+package apiservice
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
+	"github.com/apichain/apichain/pkg/apiregistration"
+	"github.com/apichain/apichain/pkg/registry"
+	"google.golang.org/protobuf/proto"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Fetch reads a remote APIService's discovery document.
+type Fetch func(ctx context.Context, a *apiregistration.APIService) (*metav1.APIResourceList, error)
+
+// RunRemoteDiscovery keeps what the aggregator lists of the remote APIServices in its
+// discovery documents (/apis, aggregated discovery): their resources as their servers list
+// them, read again on every change to APIServices and every resync. A server that does not
+// answer keeps the resources it listed last; one never read is left out. set gets own plus
+// the remote group/versions.
+func RunRemoteDiscovery(ctx context.Context, c *registry.Client, own []*discoveryv1.GroupVersion, fetch Fetch,
+	set func([]*discoveryv1.GroupVersion), log *slog.Logger, resync time.Duration) {
+	r, _ := c.Lookup(apiregistration.SchemeGroupVersion.WithResource("apiservices"))
+	known := map[string]*discoveryv1.GroupVersion{} // by APIService name
+	var last []*discoveryv1.GroupVersion
+	c.Reconcile(ctx, r, resync, func(ctx context.Context) error {
+		list, err := c.List(ctx, r, "", "")
+		if err != nil {
+			return err
+		}
+		current := map[string]*discoveryv1.GroupVersion{}
+		for _, o := range list {
+			a := o.(*apiregistration.APIService)
+			if a.Spec.Service == nil {
+				continue
+			}
+			if cond := a.Status.AvailableCondition(); cond != nil && cond.Status == apiregistration.ConditionTrue {
+				if rl, err := fetch(ctx, a); err == nil {
+					known[a.Name] = groupVersion(a, rl)
+				} else if ctx.Err() == nil {
+					log.Info("discovery of an APIService", "apiservice", a.Name, "err", err)
+				}
+			}
+			if gv, ok := known[a.Name]; ok {
+				current[a.Name] = gv
+			}
+		}
+		known = current
+		names := make([]string, 0, len(current))
+		for name := range current {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		next := slices.Clone(own)
+		for _, name := range names {
+			next = append(next, current[name])
+		}
+		if !equalServed(next, last) {
+			set(next)
+			last = next
+		}
+		return nil
+	})
+}
+
+// groupVersion is a's group/version with the resources its server listed ("flunders/status"
+// become flunders' subresources).
+func groupVersion(a *apiregistration.APIService, rl *metav1.APIResourceList) *discoveryv1.GroupVersion {
+	gv := &discoveryv1.GroupVersion{Group: a.Spec.Group, Version: a.Spec.Version}
+	byName := map[string]*discoveryv1.Resource{}
+	for _, ar := range rl.APIResources {
+		if parent, sub, ok := strings.Cut(ar.Name, "/"); ok {
+			if p := byName[parent]; p != nil {
+				p.Subresources = append(p.Subresources, sub)
+			}
+			continue
+		}
+		res := &discoveryv1.Resource{Name: ar.Name, SingularName: ar.SingularName, Namespaced: ar.Namespaced, Kind: ar.Kind,
+			Verbs: ar.Verbs, ShortNames: ar.ShortNames, Categories: ar.Categories}
+		byName[ar.Name] = res
+		gv.Resources = append(gv.Resources, res)
+	}
+	return gv
+}
+
+func equalServed(a, b []*discoveryv1.GroupVersion) bool {
+	return slices.EqualFunc(a, b, func(x, y *discoveryv1.GroupVersion) bool { return proto.Equal(x, y) })
+}
