@@ -109,6 +109,10 @@ func (a *allInOne) backendModule(svc backend.Service) process.Module {
 		if svc.Name == topology.Core && gw.SecurePort != 0 {
 			core.KubernetesServicePort = int32(gw.SecurePort) // the kubernetes Service's target
 		}
+		if svc.Name == topology.Aggregator && aggregator.ProxyClientCertFile == "" && aggregator.ProxyClientKeyFile == "" {
+			// The generated front-proxy client, which the gateway's requestheader CA signs.
+			aggregator.ProxyClientCertFile, aggregator.ProxyClientKeyFile = pki.FrontProxyClientCertFile, pki.FrontProxyClientKeyFile
+		}
 		s, err := initBackend(ctx, log)
 		if b, ok := s.(*backend.Backend); ok {
 			a.mu.Lock()

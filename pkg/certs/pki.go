@@ -25,6 +25,10 @@ const (
 	AdminGroup = "system:masters"
 	// GatewayUser is the identity the gateway presents to backends.
 	GatewayUser = "system:apichain:gateway"
+	// FrontProxyClientName is the front-proxy client certificate's common name (kubeadm's),
+	// the one name the requestheader authenticators allow by default.
+	FrontProxyClientName   = "front-proxy-client"
+	frontProxyCACommonName = "apichain-front-proxy-ca"
 )
 
 // loopbackHosts are always in serving certs so local clients and health
@@ -45,6 +49,13 @@ type PKI struct {
 	GatewayClientKeyFile  string
 	BackendCertFile       string
 	BackendKeyFile        string
+	// FrontProxyCAFile signs the front-proxy client certificate the aggregator presents to
+	// aggregated API servers (kube's --requestheader-client-ca-file); a CA of its own, as
+	// kubeadm makes it, so no user's client certificate can speak for others.
+	FrontProxyCAFile         string
+	FrontProxyCAKeyFile      string
+	FrontProxyClientCertFile string
+	FrontProxyClientKeyFile  string
 	// ServiceAccountKeyFile signs service-account tokens; ServiceAccountPublicKeyFile
 	// verifies them.
 	ServiceAccountKeyFile       string
@@ -66,6 +77,10 @@ func newPKI(dataDir string) *PKI {
 		GatewayClientKeyFile:        f("gateway-client.key"),
 		BackendCertFile:             f("backend.crt"),
 		BackendKeyFile:              f("backend.key"),
+		FrontProxyCAFile:            f("front-proxy-ca.crt"),
+		FrontProxyCAKeyFile:         f("front-proxy-ca.key"),
+		FrontProxyClientCertFile:    f("front-proxy-client.crt"),
+		FrontProxyClientKeyFile:     f("front-proxy-client.key"),
 		ServiceAccountKeyFile:       f("sa.key"),
 		ServiceAccountPublicKeyFile: f("sa.pub"),
 	}
@@ -93,7 +108,7 @@ func EnsurePKI(dir string, servingHosts, backendHosts []string) (*PKI, error) {
 	}
 	defer unlock()
 
-	ca, err := p.ensureCA()
+	ca, err := ensureCA(p.CAFile, p.CAKeyFile, caCommonName)
 	if err != nil {
 		return nil, err
 	}
@@ -102,32 +117,40 @@ func EnsurePKI(dir string, servingHosts, backendHosts []string) (*PKI, error) {
 			return nil, fmt.Errorf("certs: %s: %w", filepath.Base(l.certFile), err)
 		}
 	}
+	frontProxyCA, err := ensureCA(p.FrontProxyCAFile, p.FrontProxyCAKeyFile, frontProxyCACommonName)
+	if err != nil {
+		return nil, err
+	}
+	frontProxyClient := leafSpec{certFile: p.FrontProxyClientCertFile, keyFile: p.FrontProxyClientKeyFile, commonName: FrontProxyClientName}
+	if err := ensureLeaf(frontProxyCA, frontProxyClient); err != nil {
+		return nil, fmt.Errorf("certs: %s: %w", filepath.Base(frontProxyClient.certFile), err)
+	}
 	if err := p.ensureServiceAccountKey(); err != nil {
 		return nil, fmt.Errorf("certs: service-account key: %w", err)
 	}
 	return p, nil
 }
 
-// ensureCA loads the CA, creating it only when no CA certificate exists.
+// ensureCA loads a CA, creating it only when no CA certificate exists.
 // A key without a cert is the leftover of an interrupted first run (the key
 // is written first) and is safe to replace; a cert without its key is not.
-func (p *PKI) ensureCA() (*CA, error) {
-	haveCert, err := fileExists(p.CAFile)
+func ensureCA(certFile, keyFile, commonName string) (*CA, error) {
+	haveCert, err := fileExists(certFile)
 	if err != nil {
 		return nil, err
 	}
 	if haveCert {
-		ca, err := LoadCA(p.CAFile, p.CAKeyFile)
+		ca, err := LoadCA(certFile, keyFile)
 		if err != nil {
 			return nil, err
 		}
 		if time.Now().After(ca.Cert.NotAfter) {
 			return nil, fmt.Errorf("certs: CA %s expired at %s; remove %s to start over",
-				p.CAFile, ca.Cert.NotAfter.Format(time.RFC3339), p.Dir)
+				certFile, ca.Cert.NotAfter.Format(time.RFC3339), filepath.Dir(certFile))
 		}
 		return ca, nil
 	}
-	ca, err := NewCA(caCommonName, caValidity)
+	ca, err := NewCA(commonName, caValidity)
 	if err != nil {
 		return nil, err
 	}
@@ -135,10 +158,10 @@ func (p *PKI) ensureCA() (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(p.CAKeyFile, keyPEM, keyFileMode); err != nil {
+	if err := writeFileAtomic(keyFile, keyPEM, keyFileMode); err != nil {
 		return nil, fmt.Errorf("certs: write CA key: %w", err)
 	}
-	if err := writeFileAtomic(p.CAFile, ca.CertPEM, certFileMode); err != nil {
+	if err := writeFileAtomic(certFile, ca.CertPEM, certFileMode); err != nil {
 		return nil, fmt.Errorf("certs: write CA cert: %w", err)
 	}
 	return ca, nil

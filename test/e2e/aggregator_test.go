@@ -3,12 +3,14 @@ package e2e
 import (
 	"bufio"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -32,6 +34,7 @@ type aggregatedServer struct {
 	stop       func()
 	mu         sync.Mutex
 	last       http.Header
+	lastPeer   *x509.Certificate // the client certificate of the last request
 }
 
 // hostAddress is a non-loopback IPv4 address of this machine: an endpoint of a Service may not
@@ -55,7 +58,8 @@ func startAggregatedServer(t *testing.T) *aggregatedServer {
 	require.NoError(t, err)
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	require.NoError(t, err)
-	ln, err := tls.Listen("tcp", net.JoinHostPort(hostAddress(t), "0"), &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12})
+	ln, err := tls.Listen("tcp", net.JoinHostPort(hostAddress(t), "0"), &tls.Config{Certificates: []tls.Certificate{pair},
+		MinVersion: tls.VersionTLS12, ClientAuth: tls.RequestClientCert})
 	require.NoError(t, err)
 	host, port, _ := net.SplitHostPort(ln.Addr().String())
 	s := &aggregatedServer{host: host, port: port, caBundle: base64.StdEncoding.EncodeToString(ca.CertPEM), release: make(chan struct{})}
@@ -75,6 +79,9 @@ func (s *aggregatedServer) headers() http.Header {
 func (s *aggregatedServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.last = r.Header.Clone()
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		s.lastPeer = r.TLS.PeerCertificates[0]
+	}
 	s.mu.Unlock()
 	const gv = "/apis/wardle.example.com/v1alpha1"
 	w.Header().Set("Content-Type", "application/json")
@@ -181,6 +188,60 @@ spec:
 	assert.Contains(t, h.Values("X-Remote-Group"), "system:masters")
 	assert.Empty(t, h.Get("Authorization"))
 
+	// The server can trust those headers as an aggregated server does: the aggregator's client
+	// certificate verifies against the requestheader CA that
+	// kube-system/extension-apiserver-authentication publishes, with an allowed name.
+	var info struct {
+		Data map[string]string `json:"data"`
+	}
+	require.Eventually(t, func() bool {
+		out, err := kubectl(t, kubeconfig, "get", "configmap", "extension-apiserver-authentication", "-n", "kube-system", "-o", "json")
+		return err == nil && json.Unmarshal([]byte(out), &info) == nil && info.Data["requestheader-client-ca-file"] != ""
+	}, 15*time.Second, 100*time.Millisecond)
+	assert.Equal(t, `["front-proxy-client"]`, info.Data["requestheader-allowed-names"])
+	assert.Equal(t, `["X-Remote-User"]`, info.Data["requestheader-username-headers"])
+	assert.Equal(t, `["X-Remote-Group"]`, info.Data["requestheader-group-headers"])
+	assert.Equal(t, `["X-Remote-Extra-"]`, info.Data["requestheader-extra-headers-prefix"])
+	clientCA, err := os.ReadFile(filepath.Join(c.dataDir(), "pki", "ca.crt"))
+	require.NoError(t, err)
+	assert.Equal(t, string(clientCA), info.Data["client-ca-file"])
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM([]byte(info.Data["requestheader-client-ca-file"])))
+	srv.mu.Lock()
+	peer := srv.lastPeer
+	srv.mu.Unlock()
+	require.NotNil(t, peer, "the aggregator presents a client certificate")
+	assert.Equal(t, "front-proxy-client", peer.Subject.CommonName)
+	_, err = peer.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	assert.NoError(t, err)
+
+	// The gateway itself takes front-proxy headers from that certificate, and only from it.
+	proxyCert, err := tls.LoadX509KeyPair(filepath.Join(c.dataDir(), "pki", "front-proxy-client.crt"), filepath.Join(c.dataDir(), "pki", "front-proxy-client.key"))
+	require.NoError(t, err)
+	whoami := func(hc *http.Client) (int, string) {
+		req, err := http.NewRequest(http.MethodPost, c.base+"/apis/authentication.k8s.io/v1/selfsubjectreviews",
+			strings.NewReader(`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Remote-User", "bob")
+		req.Header.Add("X-Remote-Group", "devs")
+		req.Header.Set("X-Remote-Extra-Scopes", "read")
+		resp, err := hc.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	tlsCfg := c.anonymous().Transport.(*http.Transport).TLSClientConfig.Clone()
+	tlsCfg.Certificates = []tls.Certificate{proxyCert}
+	code, review := whoami(&http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}, Timeout: 10 * time.Second})
+	assert.Equal(t, http.StatusCreated, code, review)
+	assert.Contains(t, review, `"username":"bob"`)
+	assert.Contains(t, review, `"groups":["devs","system:authenticated"]`)
+	assert.Contains(t, review, `"extra":{"scopes":["read"]}`)
+	_, review = whoami(c.http) // the admin's certificate is no front proxy's
+	assert.Contains(t, review, `"username":"kubernetes-admin"`)
+
 	// What the client says about itself does not pass.
 	req, err := http.NewRequest(http.MethodGet, c.base+gv+"/namespaces/default/flunders", nil)
 	require.NoError(t, err)
@@ -234,10 +295,10 @@ spec:
 	assert.ErrorIs(t, err, io.EOF, "the watch ends when the server ends it")
 
 	// An upgrade request becomes a connection to the server, both ways.
-	tlsCfg, err := rest.TLSConfigFor(c.config)
+	upgradeCfg, err := rest.TLSConfigFor(c.config)
 	require.NoError(t, err)
-	tlsCfg.NextProtos = []string{"http/1.1"}
-	conn, err := tls.Dial("tcp", strings.TrimPrefix(c.base, "https://"), tlsCfg)
+	upgradeCfg.NextProtos = []string{"http/1.1"}
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(c.base, "https://"), upgradeCfg)
 	require.NoError(t, err)
 	defer conn.Close()
 	require.NoError(t, conn.SetDeadline(time.Now().Add(20*time.Second)))

@@ -30,16 +30,18 @@ import (
 var Service = backend.Service{Name: topology.Aggregator, Served: Served, Setup: Setup, Flags: func(fs *pflag.FlagSet) {
 	fs.BoolVar(&aggregatorRouting, "enable-aggregator-routing", false,
 		"Turns on aggregator routing requests to endpoints IP rather than cluster IP: here, to a ready endpoint of the APIService's Service rather than its cluster DNS name (<name>.<namespace>.svc).")
-	fs.StringVar(&proxyClientCertFile, "proxy-client-cert-file", "",
+	fs.StringVar(&ProxyClientCertFile, "proxy-client-cert-file", "",
 		"Client certificate used to prove the identity of the aggregator or kube-apiserver when it must call out during a request. This includes proxying requests to a user api-server and calling out to webhook admission plugins. It is expected that this cert includes a signature from the CA in the --requestheader-client-ca-file flag. That CA is published in the 'extension-apiserver-authentication' configmap in the kube-system namespace. Components receiving calls from kube-aggregator should use that CA to perform their half of the mutual TLS verification.")
-	fs.StringVar(&proxyClientKeyFile, "proxy-client-key-file", "",
+	fs.StringVar(&ProxyClientKeyFile, "proxy-client-key-file", "",
 		"Private key for the client certificate used to prove the identity of the aggregator or kube-apiserver when it must call out during a request. This includes proxying requests to a user api-server and calling out to webhook admission plugins.")
 }}
 
-var (
-	aggregatorRouting                       bool
-	proxyClientCertFile, proxyClientKeyFile string
-)
+var aggregatorRouting bool
+
+// ProxyClientCertFile and ProxyClientKeyFile are the front-proxy client certificate the
+// aggregator presents to aggregated API servers (--proxy-client-cert-file, ...-key-file; the
+// all-in-one sets its generated one).
+var ProxyClientCertFile, ProxyClientKeyFile string
 
 // Served lists apiregistration.k8s.io/v1.
 func Served() []*discoveryv1.GroupVersion {
@@ -100,8 +102,8 @@ func serveProxy(b *backend.Backend, apiservices, others *registry.Client) error 
 		resolver = e
 	}
 	var cert *tls.Certificate
-	if proxyClientCertFile != "" || proxyClientKeyFile != "" {
-		c, err := tls.LoadX509KeyPair(proxyClientCertFile, proxyClientKeyFile)
+	if ProxyClientCertFile != "" || ProxyClientKeyFile != "" {
+		c, err := tls.LoadX509KeyPair(ProxyClientCertFile, ProxyClientKeyFile)
 		if err != nil {
 			return fmt.Errorf("--proxy-client-cert-file/--proxy-client-key-file: %w", err)
 		}

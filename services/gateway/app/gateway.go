@@ -3,11 +3,13 @@ package app
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -87,6 +89,7 @@ func New(opts *Options, pki *certs.PKI, nc *nats.Conn, log *slog.Logger) (*Gatew
 	g := &Gateway{Server: srv, Log: log, opts: opts, pki: pki, nc: nc,
 		registry: lifecycle.NewRegistry(opts.Lifecycle.TTL), health: health.NewServer()}
 
+	opts.RequestHeader.Complete(pki)
 	serving, err := g.servingTLS()
 	if err != nil {
 		return nil, err
@@ -137,8 +140,25 @@ func pick(given, generated string) string {
 	return generated
 }
 
+// servingTLS asks clients for certificates of the client CA and of the requestheader CA (a
+// front proxy's), as kube-apiserver does; authentication decides what each is worth.
 func (g *Gateway) servingTLS() (*tls.Config, error) {
-	return g.servingOptions().TLSConfig(false)
+	cfg, err := g.servingOptions().TLSConfig(false)
+	if err != nil || g.opts.RequestHeader.ClientCAFile == "" {
+		return cfg, err
+	}
+	pem, err := os.ReadFile(g.opts.RequestHeader.ClientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("--requestheader-client-ca-file: %w", err)
+	}
+	if cfg.ClientCAs == nil {
+		cfg.ClientCAs = x509.NewCertPool()
+		cfg.ClientAuth = tls.RequestClientCert
+	}
+	if !cfg.ClientCAs.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--requestheader-client-ca-file: no PEM certificate in %s", g.opts.RequestHeader.ClientCAFile)
+	}
+	return cfg, nil
 }
 
 // servingOptions are the serving files: the given ones, or the generated.
@@ -252,6 +272,14 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	}
 	authentication := authn.Authentication{Authenticators: []authn.Authenticator{authn.X509Authenticator(clientCAs), bearer},
 		Anonymous: g.opts.AnonymousAuth}
+	if rh := &g.opts.RequestHeader; rh.ClientCAFile != "" {
+		roots, err := certs.PoolFromFile(rh.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--requestheader-client-ca-file: %w", err)
+		}
+		// First, as in kube: a front proxy's certificate also verifies as a client's.
+		authentication.Authenticators = append([]authn.Authenticator{authn.RequestHeaderAuthenticator(rh, roots)}, authentication.Authenticators...)
+	}
 	if config, jwks, ok := g.saTokens.Discovery(g.externalURL()); ok {
 		mux.Handle("GET /.well-known/openid-configuration", config)
 		mux.Handle("GET /openid/v1/jwks", jwks)
@@ -332,6 +360,12 @@ func (g *Gateway) addHooks() error {
 			return err
 		}
 		g.Server.Signals().MuxAndDiscoveryComplete.Signal()
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := g.Server.AddPostStartHook("start-cluster-authentication-info-controller", func(ctx context.Context) error {
+		go g.publishAuthenticationInfo(ctx, proxy.NewReader(g.router))
 		return nil
 	}); err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/services/gateway/audit"
+	"github.com/apichain/apichain/services/gateway/authn"
 	"github.com/apichain/apichain/services/gateway/authz"
 	"github.com/apichain/apichain/services/gateway/serviceaccount"
 	"github.com/spf13/pflag"
@@ -36,6 +37,7 @@ type Options struct {
 
 	TokenAuthFile   string
 	AnonymousAuth   bool
+	RequestHeader   authn.RequestHeaderOptions
 	ServiceAccounts serviceaccount.Options
 	Audit           audit.Options
 	// AuthorizationModes is kube's --authorization-mode, in order.
@@ -91,6 +93,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Ordered list of authorizers after system:masters: "+strings.Join(authz.Modes, ", ")+". RBAC reads roles and bindings from core.")
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, "Static bearer tokens, CSV: token,user,uid,\"group1,group2\".")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth, "Requests without credentials are system:anonymous, for the authorizer to decide on (RBAC lets them read /healthz, /livez, /readyz and /version); otherwise they are 401.")
+	o.RequestHeader.AddFlags(fs)
 	o.ServiceAccounts.AddFlags(fs)
 	o.Audit.AddFlags(fs)
 	fs.StringVar(&o.HSTSDirectives, "strict-transport-security-directives", o.HSTSDirectives, "Strict-Transport-Security header value; empty sends none.")
@@ -176,5 +179,5 @@ func (o *Options) Validate() error {
 	if o.RequestTimeout <= 0 {
 		errs = append(errs, errors.New("--request-timeout must be positive"))
 	}
-	return errors.Join(append(errs, o.Lifecycle.Validate(), o.ServiceAccounts.Validate(), o.Audit.Validate())...)
+	return errors.Join(append(errs, o.Lifecycle.Validate(), o.RequestHeader.Validate(), o.ServiceAccounts.Validate(), o.Audit.Validate())...)
 }

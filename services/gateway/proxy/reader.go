@@ -8,8 +8,9 @@ import (
 	"google.golang.org/grpc"
 )
 
-// Reader reads resources through the chain for the gateway itself (its informers, the objects a TokenRequest binds to): the same
-// routing as a client's request, with no caller identity, so the backends see the gateway.
+// Reader reads (and writes) resources through the chain for the gateway itself (its informers,
+// the objects a TokenRequest binds to, what it publishes): the same routing as a client's
+// request, with no caller identity, so the backends see the gateway.
 type Reader struct {
 	rt *routing.Router
 }
@@ -50,4 +51,19 @@ func openWatch(ctx context.Context, c grpc.ClientConnInterface, req *resourcev1.
 		return nil, err
 	}
 	return &prefetched{ServerStreamingClient: s, first: first}, nil
+}
+
+// Create creates an object through the chain, as the gateway itself (what it publishes, such
+// as kube-system/extension-apiserver-authentication).
+func (r *Reader) Create(ctx context.Context, req *resourcev1.CreateRequest) (*resourcev1.CreateResponse, error) {
+	return chainError(routing.Invoke(ctx, r.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.CreateResponse, error) {
+		return client(c).Create(ctx, req)
+	}))
+}
+
+// Update replaces an object through the chain, as the gateway itself.
+func (r *Reader) Update(ctx context.Context, req *resourcev1.UpdateRequest) (*resourcev1.UpdateResponse, error) {
+	return chainError(routing.Invoke(ctx, r.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.UpdateResponse, error) {
+		return client(c).Update(ctx, req)
+	}))
 }
