@@ -58,6 +58,9 @@ func (d *Discovery) aggregated(legacy bool) *apidiscoveryv2.APIGroupDiscoveryLis
 			list.Items = append(list.Items, apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: gv.GetGroup()}})
 		}
 		v := apidiscoveryv2.APIVersionDiscovery{Version: gv.GetVersion(), Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
+		if gv.GetStale() {
+			v.Freshness = apidiscoveryv2.DiscoveryFreshnessStale
+		}
 		for _, r := range gv.GetResources() {
 			v.Resources = append(v.Resources, aggregatedResource(r))
 		}

@@ -161,6 +161,10 @@ func (b *Backend) SetServed(served []*discoveryv1.GroupVersion) {
 	b.Server.NotifyChange()
 }
 
+// SetDiscoveryWarnings replaces the warnings sent with this backend's group lists (/api,
+// /apis): the aggregator names the aggregated APIs that do not answer.
+func (b *Backend) SetDiscoveryWarnings(ws []string) { b.discovery.warnings.Store(&ws) }
+
 // SetProxied replaces the group/versions this backend forwards to aggregated API servers (the
 // aggregator's remote APIServices): they are published as served and proxied, so the gateways
 // send their requests here as HTTP exchanges.

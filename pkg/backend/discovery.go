@@ -11,6 +11,8 @@ import (
 	"github.com/apichain/apichain/pkg/discovery"
 	"github.com/apichain/apichain/pkg/rpcstatus"
 	"google.golang.org/genproto/googleapis/api/httpbody"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -19,6 +21,8 @@ import (
 type Discovery struct {
 	discoveryv1.UnimplementedDiscoveryServiceServer
 	served  atomic.Pointer[[]*discoveryv1.GroupVersion]
+	// warnings go with the group lists (/api, /apis): what a client should know of them.
+	warnings atomic.Pointer[[]string]
 	openapi *lazyOpenAPI
 	custom  atomic.Pointer[customOpenAPI]
 }
@@ -45,8 +49,11 @@ func (d *Discovery) ServedNames() []string {
 }
 
 // GetDocument returns this server's discovery documents by path.
-func (d *Discovery) GetDocument(_ context.Context, req *discoveryv1.GetDocumentRequest) (*httpbody.HttpBody, error) {
+func (d *Discovery) GetDocument(ctx context.Context, req *discoveryv1.GetDocumentRequest) (*httpbody.HttpBody, error) {
 	path := strings.TrimSuffix(req.GetPath(), "/")
+	if ws := d.warnings.Load(); ws != nil && len(*ws) > 0 && (path == "/api" || path == "/apis") {
+		_ = grpc.SetHeader(ctx, metadata.Pairs(warningPairs(*ws)...))
+	}
 	if strings.HasPrefix(path, "/openapi/") {
 		docs, err := d.openapi.get()
 		if err != nil {
@@ -180,6 +187,14 @@ func apiResources(r *discoveryv1.Resource) []metav1.APIResource {
 		k := subresourceKind(sub, r.GetKind())
 		out = append(out, metav1.APIResource{Name: r.GetName() + "/" + sub, Namespaced: r.GetNamespaced(),
 			Group: k.Group, Version: k.Version, Kind: k.Kind, Verbs: subresourceVerbs(sub)})
+	}
+	return out
+}
+
+func warningPairs(ws []string) []string {
+	out := make([]string, 0, 2*len(ws))
+	for _, w := range ws {
+		out = append(out, rpcstatus.WarningMetadataKey, w)
 	}
 	return out
 }

@@ -397,4 +397,20 @@ spec: {group: wardle.example.com, version: v1alpha1, service: {namespace: defaul
 	code, body, _ = c.get("/apis/wardle.example.com/v1alpha1/namespaces/default/flunders")
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Contains(t, body, "APIService v1alpha1.wardle.example.com is not available (FailedDiscoveryCheck: ")
+
+	// Dead aggregated APIs break nothing else: discovery says which they are and kubectl goes on.
+	var hdr http.Header
+	require.Eventually(t, func() bool {
+		_, _, hdr = c.get("/apis")
+		return strings.Contains(strings.Join(hdr.Values("Warning"), "\n"), "APIService v1alpha1.wardle.example.com is not available (FailedDiscoveryCheck")
+	}, 15*time.Second, 100*time.Millisecond, "%v", hdr)
+	warnings := strings.Join(hdr.Values("Warning"), "\n")
+	assert.Contains(t, warnings, `APIService v1.missing.example.com is not available (ServiceNotFound: service/nope in \"default\" is not present); missing.example.com/v1 is left out of discovery`)
+	assert.Contains(t, warnings, "wardle.example.com/v1alpha1 is listed as its server last listed it (stale)")
+	out, err = kubectl(t, kubeconfig, "api-resources", "--no-headers")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "deployments")
+	assert.NotContains(t, out, "flunders", "a stale group is left out by kubectl")
+	out, err = kubectl(t, kubeconfig, "get", "configmaps", "-A")
+	require.NoError(t, err, out)
 }

@@ -2,6 +2,7 @@ package apiservice
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -19,37 +20,63 @@ type Fetch func(ctx context.Context, a *apiregistration.APIService) (*metav1.API
 
 // RunRemoteDiscovery keeps what the aggregator lists of the remote APIServices in its
 // discovery documents (/apis, aggregated discovery): their resources as their servers list
-// them, read again on every change to APIServices and every resync. A server that does not
-// answer keeps the resources it listed last; one never read is left out. set gets own plus
-// the remote group/versions.
+// them, read again on every change to APIServices and every resync. One that is not available
+// keeps the resources its server listed last, marked stale (kubectl then leaves it out rather
+// than failing), or is left out if they were never read; either way warn names it, for the
+// Warning headers of /apis. set gets own plus the remote group/versions.
 func RunRemoteDiscovery(ctx context.Context, c *registry.Client, own []*discoveryv1.GroupVersion, fetch Fetch,
-	set func([]*discoveryv1.GroupVersion), log *slog.Logger, resync time.Duration) {
+	set func([]*discoveryv1.GroupVersion), warn func([]string), log *slog.Logger, resync time.Duration) {
 	r, _ := c.Lookup(apiregistration.SchemeGroupVersion.WithResource("apiservices"))
-	known := map[string]*discoveryv1.GroupVersion{} // by APIService name
+	known := map[string]*discoveryv1.GroupVersion{} // by APIService name, as last read
 	var last []*discoveryv1.GroupVersion
+	var lastWarnings []string
 	c.Reconcile(ctx, r, resync, func(ctx context.Context) error {
 		list, err := c.List(ctx, r, "", "")
 		if err != nil {
 			return err
 		}
 		current := map[string]*discoveryv1.GroupVersion{}
+		var warnings []string
 		for _, o := range list {
 			a := o.(*apiregistration.APIService)
 			if a.Spec.Service == nil {
 				continue
 			}
-			if cond := a.Status.AvailableCondition(); cond != nil && cond.Status == apiregistration.ConditionTrue {
-				if rl, err := fetch(ctx, a); err == nil {
-					known[a.Name] = groupVersion(a, rl)
-				} else if ctx.Err() == nil {
-					log.Info("discovery of an APIService", "apiservice", a.Name, "err", err)
+			cond := a.Status.AvailableCondition()
+			problem := ""
+			switch {
+			case cond == nil || cond.Status != apiregistration.ConditionTrue:
+				problem = "not available"
+				if cond != nil && cond.Reason != "" {
+					problem += " (" + cond.Reason + ": " + cond.Message + ")"
 				}
+			default:
+				rl, err := fetch(ctx, a)
+				if err != nil {
+					problem = "not answering discovery: " + err.Error()
+					break
+				}
+				known[a.Name] = groupVersion(a, rl)
 			}
-			if gv, ok := known[a.Name]; ok {
-				current[a.Name] = gv
+			gv, ok := known[a.Name]
+			if !ok {
+				if problem != "" {
+					warnings = append(warnings, fmt.Sprintf("APIService %s is %s; %s/%s is left out of discovery", a.Name, problem, a.Spec.Group, a.Spec.Version))
+				}
+				continue
+			}
+			if problem != "" {
+				gv = proto.CloneOf(gv)
+				gv.Stale = true
+				warnings = append(warnings, fmt.Sprintf("APIService %s is %s; %s/%s is listed as its server last listed it (stale)", a.Name, problem, a.Spec.Group, a.Spec.Version))
+			}
+			current[a.Name] = gv
+		}
+		for name := range known {
+			if _, ok := current[name]; !ok {
+				delete(known, name)
 			}
 		}
-		known = current
 		names := make([]string, 0, len(current))
 		for name := range current {
 			names = append(names, name)
@@ -62,6 +89,11 @@ func RunRemoteDiscovery(ctx context.Context, c *registry.Client, own []*discover
 		if !equalServed(next, last) {
 			set(next)
 			last = next
+		}
+		slices.Sort(warnings)
+		if !slices.Equal(warnings, lastWarnings) {
+			warn(warnings)
+			lastWarnings = warnings
 		}
 		return nil
 	})

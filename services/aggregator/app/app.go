@@ -136,7 +136,7 @@ func serveProxy(b *backend.Backend, apiservices, others *registry.Client) error 
 	}
 	own := registry.NewSet(apiservice.Resource()).Served()
 	if err := b.Server.AddPostStartHook("apiservice-discovery-controller", func(ctx context.Context) error {
-		go apiservice.RunRemoteDiscovery(ctx, apiservices, own, server.Resources, b.SetServed, b.Log, 30*time.Second)
+		go apiservice.RunRemoteDiscovery(ctx, apiservices, own, server.Resources, b.SetServed, b.SetDiscoveryWarnings, b.Log, 30*time.Second)
 		return nil
 	}); err != nil {
 		return err

@@ -100,8 +100,10 @@ func documentGroupVersion(p string) string {
 }
 
 // serveGroupList merges every service's /apis in chain order: the APIGroupList, or the
-// aggregated APIGroupDiscoveryList when the client asks for it.
+// aggregated APIGroupDiscoveryList when the client asks for it. The warnings the services send
+// with theirs (the aggregator's: the aggregated APIs that do not answer) go with it.
 func (d *Documents) serveGroupList(ctx context.Context, w http.ResponseWriter, r *http.Request, req *discoveryv1.GetDocumentRequest) {
+	ctx, warns := proxy.WithWarnings(ctx)
 	aggregated := apidiscovery.WantsAggregated(req.GetAccept())
 	var items []json.RawMessage
 	seen := map[string]bool{}
@@ -152,6 +154,7 @@ func (d *Documents) serveGroupList(ctx context.Context, w http.ResponseWriter, r
 	}
 	data, _ := json.Marshal(doc)
 	w.Header().Set("Vary", "Accept")
+	warns.WriteHTTP(w.Header())
 	proxy.WriteBody(w, http.StatusOK, indentForPeople(r, &resourcev1.Body{ContentType: contentType, Data: data}))
 }
 

@@ -26,6 +26,15 @@ func withWarnings(ctx context.Context) (context.Context, *warnings) {
 	return context.WithValue(ctx, warningsKey{}, w), w
 }
 
+// Warnings are the warnings backends sent during one request.
+type Warnings = warnings
+
+// WithWarnings collects the warnings of the backend calls made with the returned context.
+func WithWarnings(ctx context.Context) (context.Context, *Warnings) { return withWarnings(ctx) }
+
+// WriteHTTP adds them as kube's Warning headers.
+func (w *warnings) WriteHTTP(h http.Header) { w.writeHTTP(h) }
+
 // CollectWarnings is the backend connections' interceptor: it reads warnings from each
 // answer's header metadata into the request's collector, if it has one, and the audit
 // annotations of the backend's admission into the request's audit event, if it has one.

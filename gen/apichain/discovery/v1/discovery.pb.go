@@ -26,9 +26,12 @@ const (
 type GroupVersion struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// group is "" for the legacy core group served under /api.
-	Group         string      `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
-	Version       string      `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
-	Resources     []*Resource `protobuf:"bytes,3,rep,name=resources,proto3" json:"resources,omitempty"`
+	Group     string      `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Version   string      `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Resources []*Resource `protobuf:"bytes,3,rep,name=resources,proto3" json:"resources,omitempty"`
+	// stale: the resources are what its server listed last; it does not answer now (an
+	// aggregated API server's), so aggregated discovery marks the version Stale, as kube does.
+	Stale         bool `protobuf:"varint,4,opt,name=stale,proto3" json:"stale,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -82,6 +85,13 @@ func (x *GroupVersion) GetResources() []*Resource {
 		return x.Resources
 	}
 	return nil
+}
+
+func (x *GroupVersion) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
 }
 
 // Resource is one served resource, as in kube's APIResource.
@@ -251,11 +261,12 @@ var File_apichain_discovery_v1_discovery_proto protoreflect.FileDescriptor
 
 const file_apichain_discovery_v1_discovery_proto_rawDesc = "" +
 	"\n" +
-	"%apichain/discovery/v1/discovery.proto\x12\x15apichain.discovery.v1\x1a\x19google/api/httpbody.proto\"}\n" +
+	"%apichain/discovery/v1/discovery.proto\x12\x15apichain.discovery.v1\x1a\x19google/api/httpbody.proto\"\x93\x01\n" +
 	"\fGroupVersion\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12=\n" +
-	"\tresources\x18\x03 \x03(\v2\x1f.apichain.discovery.v1.ResourceR\tresources\"\xf2\x01\n" +
+	"\tresources\x18\x03 \x03(\v2\x1f.apichain.discovery.v1.ResourceR\tresources\x12\x14\n" +
+	"\x05stale\x18\x04 \x01(\bR\x05stale\"\xf2\x01\n" +
 	"\bResource\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12#\n" +
 	"\rsingular_name\x18\x02 \x01(\tR\fsingularName\x12\x1e\n" +
