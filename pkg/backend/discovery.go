@@ -20,11 +20,11 @@ import (
 // group, /apis/<group> and /apis/<group>/<version> for the others.
 type Discovery struct {
 	discoveryv1.UnimplementedDiscoveryServiceServer
-	served  atomic.Pointer[[]*discoveryv1.GroupVersion]
+	served atomic.Pointer[[]*discoveryv1.GroupVersion]
 	// warnings go with the group lists (/api, /apis): what a client should know of them.
 	warnings atomic.Pointer[[]string]
-	openapi *lazyOpenAPI
-	custom  atomic.Pointer[customOpenAPI]
+	openapi  *lazyOpenAPI
+	custom   atomic.Pointer[customOpenAPI]
 }
 
 // NewDiscovery serves the given group/versions (in preference order per group).
