@@ -165,6 +165,12 @@ func (b *Backend) SetServed(served []*discoveryv1.GroupVersion) {
 // /apis): the aggregator names the aggregated APIs that do not answer.
 func (b *Backend) SetDiscoveryWarnings(ws []string) { b.discovery.warnings.Store(&ws) }
 
+// SetGroupOrder makes this backend answer for the order of the groups in /apis (the
+// aggregator: by its APIServices' priorities, as kube orders them).
+func (b *Backend) SetGroupOrder(order func(context.Context) ([]string, error)) {
+	b.discovery.groupOrder.Store(&order)
+}
+
 // SetProxied replaces the group/versions this backend forwards to aggregated API servers (the
 // aggregator's remote APIServices): they are published as served and proxied, so the gateways
 // send their requests here as HTTP exchanges.

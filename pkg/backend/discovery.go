@@ -23,8 +23,10 @@ type Discovery struct {
 	served atomic.Pointer[[]*discoveryv1.GroupVersion]
 	// warnings go with the group lists (/api, /apis): what a client should know of them.
 	warnings atomic.Pointer[[]string]
-	openapi  *lazyOpenAPI
-	custom   atomic.Pointer[customOpenAPI]
+	// groupOrder, when set, answers discovery.GroupOrderQuery: the order of every group in /apis.
+	groupOrder atomic.Pointer[func(context.Context) ([]string, error)]
+	openapi    *lazyOpenAPI
+	custom     atomic.Pointer[customOpenAPI]
 }
 
 // NewDiscovery serves the given group/versions (in preference order per group).
@@ -51,6 +53,17 @@ func (d *Discovery) ServedNames() []string {
 // GetDocument returns this server's discovery documents by path.
 func (d *Discovery) GetDocument(ctx context.Context, req *discoveryv1.GetDocumentRequest) (*httpbody.HttpBody, error) {
 	path := strings.TrimSuffix(req.GetPath(), "/")
+	if order := d.groupOrder.Load(); order != nil && path == "/apis" && req.GetQuery() == discovery.GroupOrderQuery {
+		groups, err := (*order)(ctx)
+		if err != nil {
+			return nil, err
+		}
+		data, err := json.Marshal(groups)
+		if err != nil {
+			return nil, err
+		}
+		return &httpbody.HttpBody{ContentType: "application/json", Data: data}, nil
+	}
 	if ws := d.warnings.Load(); ws != nil && len(*ws) > 0 && (path == "/api" || path == "/apis") {
 		_ = grpc.SetHeader(ctx, metadata.Pairs(warningPairs(*ws)...))
 	}

@@ -29,3 +29,8 @@ func GroupVersion(group, version string) string {
 	}
 	return group + "/" + version
 }
+
+// GroupOrderQuery is the query of the /apis document request that asks the aggregator for the
+// order of the groups in /apis (a JSON list of names), which its APIServices' priorities
+// decide.
+const GroupOrderQuery = "apichain-group-order"

@@ -111,10 +111,19 @@ func TestAllInOneDiscoveryAndErrors(t *testing.T) {
 	}
 	// The aggregator's group first, as in kube.
 	assert.Contains(t, body, `{"kind":"APIGroupList","apiVersion":"v1","groups":[{"name":"apiregistration.k8s.io",`)
-	// Extensions' group after core's, in chain order.
-	assert.Less(t, strings.Index(body, `"name":"coordination.k8s.io"`), strings.Index(body, `"name":"apiextensions.k8s.io"`))
-	// Core's groups in core's order.
-	assert.Less(t, strings.Index(body, `"name":"apps"`), strings.Index(body, `"name":"coordination.k8s.io"`))
+	// The groups in kube's order, by their APIServices' priorities (kube-apiserver 1.37.2's /apis).
+	var groups struct {
+		Groups []struct{ Name string } `json:"groups"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &groups))
+	var names []string
+	for _, g := range groups.Groups {
+		names = append(names, g.Name)
+	}
+	assert.Equal(t, []string{"apiregistration.k8s.io", "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
+		"autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io", "policy", "rbac.authorization.k8s.io", "storage.k8s.io",
+		"admissionregistration.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io", "coordination.k8s.io", "node.k8s.io",
+		"discovery.k8s.io", "resource.k8s.io", "flowcontrol.apiserver.k8s.io", "storagemigration.k8s.io"}, names)
 
 	// Aggregated discovery, as kubectl asks for it first.
 	req, err := http.NewRequest(http.MethodGet, c.base+"/apis", nil)

@@ -122,3 +122,33 @@ func groupVersion(a *apiregistration.APIService, rl *metav1.APIResourceList) *di
 func equalServed(a, b []*discoveryv1.GroupVersion) bool {
 	return slices.EqualFunc(a, b, func(x, y *discoveryv1.GroupVersion) bool { return proto.Equal(x, y) })
 }
+
+// GroupOrder is the order of the groups in /apis, as kube's aggregator lists them: its own
+// group first, then by the highest groupPriorityMinimum of each group's APIServices (ties by
+// APIService name).
+func GroupOrder(c *registry.Client) func(ctx context.Context) ([]string, error) {
+	r, _ := c.Lookup(apiregistration.SchemeGroupVersion.WithResource("apiservices"))
+	return func(ctx context.Context) ([]string, error) {
+		list, err := c.ListCached(ctx, r, "")
+		if err != nil {
+			return nil, err
+		}
+		services := make([]*apiregistration.APIService, 0, len(list))
+		for _, o := range list {
+			services = append(services, o.(*apiregistration.APIService))
+		}
+		slices.SortStableFunc(services, func(a, b *apiregistration.APIService) int {
+			if a.Spec.GroupPriorityMinimum != b.Spec.GroupPriorityMinimum {
+				return int(b.Spec.GroupPriorityMinimum) - int(a.Spec.GroupPriorityMinimum)
+			}
+			return strings.Compare(a.Name, b.Name)
+		})
+		order := []string{apiregistration.GroupName}
+		for _, a := range services {
+			if a.Spec.Group != "" && !slices.Contains(order, a.Spec.Group) {
+				order = append(order, a.Spec.Group)
+			}
+		}
+		return order, nil
+	}
+}

@@ -134,6 +134,7 @@ func serveProxy(b *backend.Backend, apiservices, others *registry.Client) error 
 	}); err != nil {
 		return err
 	}
+	b.SetGroupOrder(apiservice.GroupOrder(apiservices))
 	own := registry.NewSet(apiservice.Resource()).Served()
 	if err := b.Server.AddPostStartHook("apiservice-discovery-controller", func(ctx context.Context) error {
 		go apiservice.RunRemoteDiscovery(ctx, apiservices, own, server.Resources, b.SetServed, b.SetDiscoveryWarnings, b.Log, 30*time.Second)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -135,6 +136,7 @@ func (d *Documents) serveGroupList(ctx context.Context, w http.ResponseWriter, r
 	if items == nil {
 		items = []json.RawMessage{}
 	}
+	d.order(ctx, items)
 	var doc any
 	contentType := "application/json"
 	if aggregated {
@@ -156,6 +158,43 @@ func (d *Documents) serveGroupList(ctx context.Context, w http.ResponseWriter, r
 	w.Header().Set("Vary", "Accept")
 	warns.WriteHTTP(w.Header())
 	proxy.WriteBody(w, http.StatusOK, indentForPeople(r, &resourcev1.Body{ContentType: contentType, Data: data}))
+}
+
+// order sorts the groups as the aggregator says, by its APIServices' priorities as kube does;
+// the groups it does not name (none, once it registered every local one) keep chain order
+// after the others. Without an answer the chain order stays.
+func (d *Documents) order(ctx context.Context, items []json.RawMessage) {
+	t, ok := d.rt.AnyInstance(topology.Aggregator)
+	if !ok {
+		return
+	}
+	conn, err := d.rt.Conn(t.Addr)
+	if err != nil {
+		return
+	}
+	hb, err := discoveryv1.NewDiscoveryServiceClient(conn).GetDocument(ctx, &discoveryv1.GetDocumentRequest{Path: "/apis", Query: apidiscovery.GroupOrderQuery})
+	var order []string
+	if err != nil || json.Unmarshal(hb.GetData(), &order) != nil {
+		return
+	}
+	rank := map[string]int{}
+	for i, g := range order {
+		rank[g] = i
+	}
+	position := func(raw json.RawMessage) int {
+		var named struct {
+			Name     string `json:"name"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		_ = json.Unmarshal(raw, &named)
+		if i, ok := rank[named.Name+named.Metadata.Name]; ok {
+			return i
+		}
+		return len(order)
+	}
+	slices.SortStableFunc(items, func(a, b json.RawMessage) int { return position(a) - position(b) })
 }
 
 // serveOpenAPIIndex merges the /openapi/v3 indexes of every service, so each group/version
