@@ -52,13 +52,17 @@ func hostAddress(t *testing.T) string {
 }
 
 func startAggregatedServer(t *testing.T) *aggregatedServer {
+	return startAggregatedServerOn(t, hostAddress(t))
+}
+
+func startAggregatedServerOn(t *testing.T, ip string) *aggregatedServer {
 	ca, err := certs.NewCA("wardle-test-ca", time.Hour)
 	require.NoError(t, err)
 	certPEM, keyPEM, err := ca.IssueServing("wardle", []string{"wardle.default.svc"}, time.Hour)
 	require.NoError(t, err)
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	require.NoError(t, err)
-	ln, err := tls.Listen("tcp", net.JoinHostPort(hostAddress(t), "0"), &tls.Config{Certificates: []tls.Certificate{pair},
+	ln, err := tls.Listen("tcp", net.JoinHostPort(ip, "0"), &tls.Config{Certificates: []tls.Certificate{pair},
 		MinVersion: tls.VersionTLS12, ClientAuth: tls.RequestClientCert})
 	require.NoError(t, err)
 	host, port, _ := net.SplitHostPort(ln.Addr().String())
@@ -413,4 +417,38 @@ spec: {group: wardle.example.com, version: v1alpha1, service: {namespace: defaul
 	assert.NotContains(t, out, "flunders", "a stale group is left out by kubectl")
 	out, err = kubectl(t, kubeconfig, "get", "configmaps", "-A")
 	require.NoError(t, err, out)
+}
+
+// With default flags, a headless Service whose EndpointSlice names a host under localhost (an
+// FQDN, RFC 6761's loopback domain: IP endpoints may not be loopback) routes to a server on
+// loopback.
+func TestAggregatedAPIServerDefaults(t *testing.T) {
+	srv := startAggregatedServerOn(t, "127.0.0.1")
+	c, _ := startAllInOne(t)
+	kubeconfig := filepath.Join(c.dataDir(), "admin.kubeconfig")
+	file := filepath.Join(t.TempDir(), "wardle.yaml")
+	writeFile(t, file, fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: wardle, namespace: default}
+spec: {clusterIP: None, ports: [{name: https, port: 443, targetPort: %[1]s}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: wardle-1, namespace: default, labels: {kubernetes.io/service-name: wardle}}
+addressType: FQDN
+endpoints: [{addresses: [wardle.localhost]}]
+ports: [{name: https, port: %[1]s}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1alpha1.wardle.example.com}
+spec: {group: wardle.example.com, version: v1alpha1, service: {namespace: default, name: wardle}, caBundle: %[2]s, groupPriorityMinimum: 1000, versionPriority: 15}
+`, srv.port, srv.caBundle))
+	out, err := kubectl(t, kubeconfig, "apply", "-f", file)
+	require.NoError(t, err, out)
+	require.Eventually(t, func() bool {
+		out, err = kubectl(t, kubeconfig, "get", "flunders", "-n", "default")
+		return err == nil && strings.Contains(out, "f1")
+	}, 20*time.Second, 100*time.Millisecond, out)
+	assert.Equal(t, "kubernetes-admin", srv.headers().Get("X-Remote-User"))
 }

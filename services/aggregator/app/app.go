@@ -29,7 +29,7 @@ import (
 // Service is the aggregator backend.
 var Service = backend.Service{Name: topology.Aggregator, Served: Served, Setup: Setup, Flags: func(fs *pflag.FlagSet) {
 	fs.BoolVar(&aggregatorRouting, "enable-aggregator-routing", false,
-		"Turns on aggregator routing requests to endpoints IP rather than cluster IP: here, to a ready endpoint of the APIService's Service rather than its cluster DNS name (<name>.<namespace>.svc).")
+		"Turns on aggregator routing requests to endpoints IP rather than cluster IP. Here: always to a ready endpoint of the APIService's Service (and its availability requires one); by default to one when its EndpointSlices list any, else to its cluster DNS name <name>.<namespace>.svc.")
 	fs.StringVar(&ProxyClientCertFile, "proxy-client-cert-file", "",
 		"Client certificate used to prove the identity of the aggregator or kube-apiserver when it must call out during a request. This includes proxying requests to a user api-server and calling out to webhook admission plugins. It is expected that this cert includes a signature from the CA in the --requestheader-client-ca-file flag. That CA is published in the 'extension-apiserver-authentication' configmap in the kube-system namespace. Components receiving calls from kube-aggregator should use that CA to perform their half of the mutual TLS verification.")
 	fs.StringVar(&ProxyClientKeyFile, "proxy-client-key-file", "",
@@ -93,13 +93,13 @@ func Setup(b *backend.Backend) error {
 // serveProxy forwards the remote APIServices' requests, and publishes their group/versions as
 // proxied as APIServices come and go.
 func serveProxy(b *backend.Backend, apiservices, others *registry.Client) error {
-	var resolver proxy.Resolver = proxy.DNS{}
+	endpoints, err := proxy.NewEndpoints(others)
+	if err != nil {
+		return err
+	}
+	var resolver proxy.Resolver = proxy.Auto{Endpoints: endpoints}
 	if aggregatorRouting {
-		e, err := proxy.NewEndpoints(others)
-		if err != nil {
-			return err
-		}
-		resolver = e
+		resolver = endpoints
 	}
 	var cert *tls.Certificate
 	if ProxyClientCertFile != "" || ProxyClientKeyFile != "" {

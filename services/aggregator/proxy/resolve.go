@@ -2,11 +2,13 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/apichain/apichain/pkg/apiregistration"
 	"github.com/apichain/apichain/pkg/registry"
@@ -116,12 +118,19 @@ func randomEndpoint(svcName string, list []*discoveryv1.EndpointSlice, portName 
 				if (ep.Conditions.Ready != nil && !*ep.Conditions.Ready) || len(ep.Addresses) == 0 {
 					continue
 				}
-				return net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(*p.Port))), nil
+				return net.JoinHostPort(loopbackName(s.AddressType, ep.Addresses[0]), strconv.Itoa(int(*p.Port))), nil
 			}
 		}
 	}
-	return "", apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", svcName))
+	return "", noEndpoints{apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", svcName))}
 }
+
+// errNoEndpoints marks the error of a Service without a ready endpoint on the port.
+var errNoEndpoints = errors.New("no endpoints")
+
+type noEndpoints struct{ *apierrors.StatusError }
+
+func (noEndpoints) Is(target error) bool { return target == errNoEndpoints }
 
 // Services is core's services resource as the aggregator reads it.
 func Services() *registry.Resource {
@@ -135,4 +144,29 @@ func EndpointSlices() *registry.Resource {
 	return &registry.Resource{GroupVersion: discoveryv1.SchemeGroupVersion, Name: "endpointslices", SingularName: "endpointslice",
 		Kind: "EndpointSlice", Namespaced: true,
 		New: func() runtime.Object { return &discoveryv1.EndpointSlice{} }, NewList: func() runtime.Object { return &discoveryv1.EndpointSliceList{} }}
+}
+
+// Auto resolves a Service to one of its ready endpoints when its EndpointSlices list any, and
+// to its cluster DNS name otherwise: the default, since apichain has no cluster IPs to route
+// through. A headless Service with an EndpointSlice (an FQDN one may name localhost) and a
+// compose network alias both work without flags.
+type Auto struct{ Endpoints *Endpoints }
+
+// Resolve implements Resolver.
+func (a Auto) Resolve(ctx context.Context, s *apiregistration.ServiceReference) (string, error) {
+	host, err := a.Endpoints.Resolve(ctx, s)
+	if errors.Is(err, errNoEndpoints) {
+		return DNS{}.Resolve(ctx, s)
+	}
+	return host, err
+}
+
+// loopbackName maps an FQDN endpoint under the localhost domain (wardle.localhost) to the
+// loopback address, as RFC 6761 reserves it: an IP endpoint may not be loopback, so this is how
+// an EndpointSlice names a server on the aggregator's own host (tests, the all-in-one).
+func loopbackName(t discoveryv1.AddressType, addr string) string {
+	if t == discoveryv1.AddressTypeFQDN && strings.HasSuffix(strings.TrimSuffix(strings.ToLower(addr), "."), ".localhost") {
+		return "127.0.0.1"
+	}
+	return addr
 }
