@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/apichain/apichain/pkg/apiregistration"
@@ -121,7 +122,6 @@ func (a *AutoRegister) pass(ctx context.Context, apiservices, crds *registry.Res
 			a.atStart[name] = true
 		}
 	}
-	var errs []error
 	names := slices.Collect(maps.Keys(want))
 	for name := range existing {
 		if want[name] == nil {
@@ -129,13 +129,27 @@ func (a *AutoRegister) pass(ctx context.Context, apiservices, crds *registry.Res
 		}
 	}
 	slices.Sort(names)
+	// Each name on its own, all at once: at a first start that is two dozen creates, which
+	// etcd commits together rather than one after another.
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	synced := a.syncedNow()
 	for _, name := range names {
-		if err := a.check(ctx, apiservices, want[name], existing[name]); err != nil {
-			errs = append(errs, fmt.Errorf("apiservice %s: %w", name, err))
-		} else {
-			a.synced[name] = true
-		}
+		wg.Go(func() {
+			err := a.check(ctx, apiservices, want[name], existing[name], synced[name])
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("apiservice %s: %w", name, err))
+			} else {
+				a.synced[name] = true
+			}
+		})
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
@@ -143,8 +157,7 @@ func (a *AutoRegister) pass(ctx context.Context, apiservices, crds *registry.Res
 // a built-in one only until its first sync (a user may delete it then, and it stays deleted
 // until the next start); correct the spec of a managed one and delete a managed one no longer
 // wanted (a built-in one only at start); leave the user's alone.
-func (a *AutoRegister) check(ctx context.Context, apiservices *registry.Resource, want, have *apiregistration.APIService) error {
-	synced := (want != nil && a.synced[want.Name]) || (have != nil && a.synced[have.Name])
+func (a *AutoRegister) check(ctx context.Context, apiservices *registry.Resource, want, have *apiregistration.APIService, synced bool) error {
 	switch {
 	case have == nil && want == nil:
 		return nil
@@ -174,6 +187,9 @@ func (a *AutoRegister) check(ctx context.Context, apiservices *registry.Resource
 	}
 	return err
 }
+
+// syncedNow is a copy of the names handled once, for one pass.
+func (a *AutoRegister) syncedNow() map[string]bool { return maps.Clone(a.synced) }
 
 // managedBy is the automanaged label's value if it is one kube's autoregister manages.
 func managedBy(a *apiregistration.APIService) string {

@@ -30,8 +30,8 @@ type Remote func(ctx context.Context, a *apiregistration.APIService) apiregistra
 // RunAvailability keeps the Available condition of APIServices until ctx ends, on every
 // change to them or to what triggers reports and every resync: without remote, of the local
 // ones, always available as in kube; with it, of the remote ones, each checked on its own so a
-// slow server delays no other.
-func RunAvailability(ctx context.Context, c *registry.Client, remote Remote, triggers []<-chan registry.Change, log *slog.Logger, resync time.Duration) {
+// slow server delays no other. passed runs after each pass.
+func RunAvailability(ctx context.Context, c *registry.Client, remote Remote, triggers []<-chan registry.Change, passed func(), log *slog.Logger, resync time.Duration) {
 	r, ok := c.Lookup(apiregistration.SchemeGroupVersion.WithResource("apiservices"))
 	if !ok {
 		return
@@ -42,6 +42,9 @@ func RunAvailability(ctx context.Context, c *registry.Client, remote Remote, tri
 	for {
 		if err := availabilityPass(ctx, c, r, remote, log); err != nil && ctx.Err() == nil {
 			log.Warn("APIService availability", "err", err)
+		}
+		if passed != nil {
+			passed() // readiness may follow (autoregister-completion)
 		}
 		select {
 		case <-ctx.Done():
@@ -80,8 +83,10 @@ func availabilityPass(ctx context.Context, c *registry.Client, r *registry.Resou
 		a := o.(*apiregistration.APIService)
 		switch {
 		case a.Spec.Service == nil && remote == nil:
-			writeCondition(ctx, c, r, a, apiregistration.APIServiceCondition{Type: apiregistration.Available,
-				Status: apiregistration.ConditionTrue, Reason: reasonLocal, Message: messageLocal}, log)
+			wg.Go(func() {
+				writeCondition(ctx, c, r, a, apiregistration.APIServiceCondition{Type: apiregistration.Available,
+					Status: apiregistration.ConditionTrue, Reason: reasonLocal, Message: messageLocal}, log)
+			})
 		case a.Spec.Service != nil && remote != nil:
 			wg.Go(func() { writeCondition(ctx, c, r, a, remote(ctx, a), log) })
 		}
@@ -133,13 +138,18 @@ func Completion(c *registry.Client) healthz.Checker {
 	return healthz.NamedCheck("autoregister-completion", func(req *http.Request) error {
 		mu.Lock()
 		defer mu.Unlock()
-		for name := range pending {
-			o, err := c.Get(req.Context(), r, "", name)
+		if len(pending) > 0 {
+			// One consistent read: the availability controller asks for this check right
+			// after its writes, which a lagging cache might not show yet.
+			list, err := c.List(req.Context(), r, "", "")
 			if err != nil {
-				continue
+				return err
 			}
-			if cond := o.(*apiregistration.APIService).Status.AvailableCondition(); cond != nil && cond.Status == apiregistration.ConditionTrue {
-				delete(pending, name)
+			for _, o := range list {
+				a := o.(*apiregistration.APIService)
+				if cond := a.Status.AvailableCondition(); cond != nil && cond.Status == apiregistration.ConditionTrue {
+					delete(pending, a.Name)
+				}
 			}
 		}
 		if len(pending) > 0 {

@@ -129,7 +129,7 @@ func serveProxy(b *backend.Backend, apiservices, others *registry.Client) error 
 		return err
 	}
 	if err := b.Server.AddPostStartHook("apiservice-status-local-available-controller", func(ctx context.Context) error {
-		go apiservice.RunAvailability(ctx, apiservices, nil, nil, b.Log, 5*time.Minute)
+		go apiservice.RunAvailability(ctx, apiservices, nil, nil, b.Server.RecheckReadiness, b.Log, 5*time.Minute)
 		return nil
 	}); err != nil {
 		return err
@@ -145,8 +145,10 @@ func serveProxy(b *backend.Backend, apiservices, others *registry.Client) error 
 	// Remote ones are checked on every change to APIServices, Services and EndpointSlices, and
 	// every 30 s, as kube does.
 	return b.Server.AddPostStartHook("apiservice-status-remote-available-controller", func(ctx context.Context) error {
-		triggers := []<-chan registry.Change{others.Watch(ctx, proxy.Services()), others.Watch(ctx, proxy.EndpointSlices())}
-		go apiservice.RunAvailability(ctx, apiservices, server.Check, triggers, b.Log, 30*time.Second)
+		go func() {
+			triggers := []<-chan registry.Change{others.Watch(ctx, proxy.Services()), others.Watch(ctx, proxy.EndpointSlices())}
+			apiservice.RunAvailability(ctx, apiservices, server.Check, triggers, nil, b.Log, 30*time.Second)
+		}()
 		return nil
 	})
 }
