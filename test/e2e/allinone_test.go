@@ -136,6 +136,15 @@ func TestAllInOneDiscoveryAndErrors(t *testing.T) {
 	assert.Equal(t, "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", resp.Header.Get("Content-Type"))
 	assert.Contains(t, string(agg), `"kind":"APIGroupDiscoveryList"`)
 	assert.Contains(t, string(agg), `"subresource":"scale","responseKind":{"group":"autoscaling","version":"v1","kind":"Scale"}`)
+	// kube's ETag, and 304 for a client that has the document already.
+	etag := resp.Header.Get("ETag")
+	assert.Regexp(t, `^"[0-9A-F]{128}"$`, etag)
+	assert.Equal(t, "public", resp.Header.Get("Cache-Control"))
+	req.Header.Set("If-None-Match", etag)
+	resp, err = c.http.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotModified, resp.StatusCode)
 
 	for path, want := range map[string]string{
 		"/api":                          `"kind":"APIVersions"`,

@@ -6,9 +6,12 @@ package discovery
 import (
 	"bytes"
 	"context"
+	"crypto/sha512"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,10 +64,27 @@ func (d *Documents) Serve(w http.ResponseWriter, r *http.Request) {
 		proxy.WriteError(w, err)
 		return
 	}
+	if doc.GetContentType() == apidiscovery.AggregatedContentType && notModified(w, r, doc.GetData()) {
+		return
+	}
 	if !strings.HasPrefix(r.URL.Path, "/openapi/") {
 		doc = indentForPeople(r, doc)
 	}
 	proxy.WriteBody(w, http.StatusOK, doc)
+}
+
+// notModified gives aggregated discovery kube's ETag (the quoted uppercase hex SHA-512 of the
+// document), Vary and Cache-Control, and answers 304 to a client that has it already.
+func notModified(w http.ResponseWriter, r *http.Request, data []byte) bool {
+	etag := strconv.Quote(fmt.Sprintf("%X", sha512.Sum512(data)))
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Vary", "Accept")
+	w.Header().Set("Cache-Control", "public")
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return true
+	}
+	return false
 }
 
 // indentForPeople indents a JSON discovery document for curl, Wget and browsers, as kube
@@ -157,6 +177,9 @@ func (d *Documents) serveGroupList(ctx context.Context, w http.ResponseWriter, r
 	data, _ := json.Marshal(doc)
 	w.Header().Set("Vary", "Accept")
 	warns.WriteHTTP(w.Header())
+	if aggregated && notModified(w, r, data) {
+		return
+	}
 	proxy.WriteBody(w, http.StatusOK, indentForPeople(r, &resourcev1.Body{ContentType: contentType, Data: data}))
 }
 
