@@ -390,14 +390,20 @@ spec: {group: wardle.example.com, version: v1alpha1, service: {namespace: defaul
 	assert.Contains(t, body, `service unavailable: APIService v1.missing.example.com is not available (ServiceNotFound: service/nope in \"default\" is not present)`)
 	assert.Less(t, time.Since(start), 2*time.Second, "no wait on a server that is not there")
 
-	// The server dies: the next check (here, at once, for a change to its Service) says so.
+	// The server dies: the first request that cannot reach it gets kube's 503, and its
+	// availability is checked again right away (not at the next 30 s).
 	srv.stop()
-	out, err = kubectl(t, kubeconfig, "annotate", "service", "wardle", "-n", "default", "touched=yes")
-	require.NoError(t, err, out)
+	code, body, _ = c.get("/apis/wardle.example.com/v1alpha1/namespaces/default/flunders")
+	assert.Equal(t, http.StatusServiceUnavailable, code, body)
+	start = time.Now()
+	code, body, _ = c.get("/apis/wardle.example.com/v1alpha1/namespaces/default/flunders")
+	assert.Equal(t, http.StatusServiceUnavailable, code, body)
+	assert.Contains(t, body, "APIService v1alpha1.wardle.example.com", "the next ones fail at once, naming it")
+	assert.Less(t, time.Since(start), time.Second)
 	require.Eventually(t, func() bool {
 		return strings.HasPrefix(condition("v1alpha1.wardle.example.com"), "False FailedDiscoveryCheck: failing or missing response from https://")
 	},
-		20*time.Second, 50*time.Millisecond, condition("v1alpha1.wardle.example.com"))
+		15*time.Second, 50*time.Millisecond, condition("v1alpha1.wardle.example.com"))
 	code, body, _ = c.get("/apis/wardle.example.com/v1alpha1/namespaces/default/flunders")
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Contains(t, body, "APIService v1alpha1.wardle.example.com is not available (FailedDiscoveryCheck: ")

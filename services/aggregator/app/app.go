@@ -146,9 +146,31 @@ func serveProxy(b *backend.Backend, apiservices, others *registry.Client) error 
 	// every 30 s, as kube does.
 	return b.Server.AddPostStartHook("apiservice-status-remote-available-controller", func(ctx context.Context) error {
 		go func() {
-			triggers := []<-chan registry.Change{others.Watch(ctx, proxy.Services()), others.Watch(ctx, proxy.EndpointSlices())}
+			triggers := []<-chan registry.Change{others.Watch(ctx, proxy.Services()), others.Watch(ctx, proxy.EndpointSlices()), failures(ctx, server.Failures())}
 			apiservice.RunAvailability(ctx, apiservices, server.Check, triggers, nil, b.Log, 30*time.Second)
 		}()
 		return nil
 	})
+}
+
+// failures turns the proxy's reports of unreachable servers into a trigger of the availability
+// check.
+func failures(ctx context.Context, in <-chan struct{}) <-chan registry.Change {
+	out := make(chan registry.Change)
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-in:
+				select {
+				case out <- registry.Change{}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out
 }

@@ -11,8 +11,10 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -49,7 +51,21 @@ type Server struct {
 
 	mu         sync.Mutex
 	transports map[string]*http.Transport // by TLS settings
+	// broken are the APIServices whose server could not be reached, since when and why: their
+	// requests fail fast until the availability check (asked for at once) decides.
+	broken   map[string]failure
+	failures chan struct{}
 }
+
+// failure is a server that could not be reached.
+type failure struct {
+	at  time.Time
+	err error
+}
+
+// breakFor is how long requests to an APIService whose server could not be reached fail at
+// once, without trying it; its availability is checked again meanwhile.
+const breakFor = 5 * time.Second
 
 // NewServer forwards to the servers lookup and resolve find, presenting clientCert; objects
 // reads Services and EndpointSlices.
@@ -60,7 +76,35 @@ func NewServer(lookup Lookup, resolve Resolver, clientCert *tls.Certificate, obj
 		return nil, fmt.Errorf("services and endpointslices must be readable")
 	}
 	return &Server{lookup: lookup, resolve: resolve, clientCert: clientCert, objects: objects, services: services,
-		endpointSlices: endpointSlices, transports: map[string]*http.Transport{}}, nil
+		endpointSlices: endpointSlices, transports: map[string]*http.Transport{}, broken: map[string]failure{},
+		failures: make(chan struct{}, 1)}, nil
+}
+
+// Failures reports that a server could not be reached: the availability controller checks
+// again at once rather than at its next resync.
+func (s *Server) Failures() <-chan struct{} { return s.failures }
+
+// fail records that a's server could not be reached.
+func (s *Server) fail(a *apiregistration.APIService, err error) {
+	s.mu.Lock()
+	s.broken[a.Name] = failure{at: time.Now(), err: err}
+	s.mu.Unlock()
+	select {
+	case s.failures <- struct{}{}:
+	default:
+	}
+}
+
+// brokenNow is the recent failure to reach a's server, if any.
+func (s *Server) brokenNow(a *apiregistration.APIService) (failure, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.broken[a.Name]
+	if ok && time.Since(f.at) > breakFor {
+		delete(s.broken, a.Name)
+		return failure{}, false
+	}
+	return f, ok
 }
 
 // Exchange replays one HTTP exchange to the APIService's server.
@@ -83,6 +127,10 @@ func (s *Server) Exchange(stream proxyv1.ProxyService_ExchangeServer) error {
 	}
 	if c := a.Status.AvailableCondition(); c == nil || c.Status != apiregistration.ConditionTrue {
 		return statusError(unavailable(a))
+	}
+	if f, ok := s.brokenNow(a); ok {
+		return statusError(apierrors.NewServiceUnavailable(fmt.Sprintf("service unavailable: APIService %s could not be reached %s ago (%v); its availability is being checked",
+			a.Name, time.Since(f.at).Round(time.Second), f.err)))
 	}
 	u, ok := user.From(ctx)
 	if !ok {
@@ -109,7 +157,7 @@ func (s *Server) Exchange(stream proxyv1.ProxyService_ExchangeServer) error {
 	}
 	setFrontProxyHeaders(req.Header, u)
 	location := &url.URL{Scheme: "https", Host: host, Path: req.URL.Path, RawQuery: req.URL.RawQuery}
-	handler := utilproxy.NewUpgradeAwareHandler(location, transport, false, upgrade, responder{})
+	handler := utilproxy.NewUpgradeAwareHandler(location, transport, false, upgrade, responder{fail: func(err error) { s.fail(a, err) }})
 	handler.ServeHTTP(w, req)
 	return w.finish()
 }
@@ -210,16 +258,20 @@ func (s *Server) transport(a *apiregistration.APIService) (*http.Transport, erro
 		cfg.Certificates = []tls.Certificate{*s.clientCert}
 	}
 	t := &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 25,
+		DialContext:     (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second}
 	s.transports[key] = t
 	return t, nil
 }
 
-// responder answers a failure to reach the server as kube's aggregator does: 503 with the
-// error.
-type responder struct{}
+// responder answers a failure to reach the server as kube's aggregator does, 503 with the
+// error, and reports it.
+type responder struct{ fail func(error) }
 
-func (r responder) Error(w http.ResponseWriter, _ *http.Request, err error) {
+func (r responder) Error(w http.ResponseWriter, req *http.Request, err error) {
+	if req.Context().Err() == nil && !errors.Is(err, context.Canceled) { // not a client that went away
+		r.fail(err)
+	}
 	http.Error(w, err.Error(), http.StatusServiceUnavailable)
 }
 
