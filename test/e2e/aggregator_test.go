@@ -74,6 +74,28 @@ func startAggregatedServerOn(t *testing.T, ip string) *aggregatedServer {
 	return s
 }
 
+// manifest registers the server as v1alpha1.wardle.example.com behind the Service
+// default/wardle, with an IPv4 EndpointSlice to its address.
+func (s *aggregatedServer) manifest() string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: wardle, namespace: default}
+spec: {ports: [{name: https, port: 443, targetPort: %[1]s}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: wardle-1, namespace: default, labels: {kubernetes.io/service-name: wardle}}
+addressType: IPv4
+endpoints: [{addresses: [%[2]s]}]
+ports: [{name: https, port: %[1]s}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1alpha1.wardle.example.com}
+spec: {group: wardle.example.com, version: v1alpha1, service: {namespace: default, name: wardle}, caBundle: %[3]s, groupPriorityMinimum: 1000, versionPriority: 15}
+`, s.port, s.host, s.caBundle)
+}
+
 func (s *aggregatedServer) headers() http.Header {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -138,29 +160,7 @@ func TestAggregatedAPIServerProxied(t *testing.T) {
 	srv := startAggregatedServer(t)
 	c, _ := startAllInOne(t, "--enable-aggregator-routing")
 	kubeconfig := filepath.Join(c.dataDir(), "admin.kubeconfig")
-	manifest := fmt.Sprintf(`apiVersion: v1
-kind: Service
-metadata: {name: wardle, namespace: default}
-spec: {ports: [{name: https, port: 443, targetPort: %[1]s}]}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: wardle-1, namespace: default, labels: {kubernetes.io/service-name: wardle}}
-addressType: IPv4
-endpoints: [{addresses: [%[2]s]}]
-ports: [{name: https, port: %[1]s}]
----
-apiVersion: apiregistration.k8s.io/v1
-kind: APIService
-metadata: {name: v1alpha1.wardle.example.com}
-spec:
-  group: wardle.example.com
-  version: v1alpha1
-  service: {namespace: default, name: wardle}
-  caBundle: %[3]s
-  groupPriorityMinimum: 1000
-  versionPriority: 15
-`, srv.port, srv.host, srv.caBundle)
+	manifest := srv.manifest()
 	file := filepath.Join(t.TempDir(), "wardle.yaml")
 	writeFile(t, file, manifest)
 	out, err := kubectl(t, kubeconfig, "apply", "-f", file)
@@ -329,7 +329,7 @@ func TestAggregatedAPIServerUnavailable(t *testing.T) {
 	c, _ := startAllInOne(t, "--enable-aggregator-routing")
 	kubeconfig := filepath.Join(c.dataDir(), "admin.kubeconfig")
 	file := filepath.Join(t.TempDir(), "apiservices.yaml")
-	writeFile(t, file, fmt.Sprintf(`apiVersion: apiregistration.k8s.io/v1
+	writeFile(t, file, `apiVersion: apiregistration.k8s.io/v1
 kind: APIService
 metadata: {name: v1.missing.example.com}
 spec: {group: missing.example.com, version: v1, service: {namespace: default, name: nope}, groupPriorityMinimum: 100, versionPriority: 10, insecureSkipTLSVerify: true}
@@ -349,23 +349,7 @@ kind: APIService
 metadata: {name: v1.noslices.example.com}
 spec: {group: noslices.example.com, version: v1, service: {namespace: default, name: noport, port: 8443}, groupPriorityMinimum: 100, versionPriority: 10, insecureSkipTLSVerify: true}
 ---
-apiVersion: v1
-kind: Service
-metadata: {name: wardle, namespace: default}
-spec: {ports: [{name: https, port: 443, targetPort: %[1]s}]}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: wardle-1, namespace: default, labels: {kubernetes.io/service-name: wardle}}
-addressType: IPv4
-endpoints: [{addresses: [%[2]s]}]
-ports: [{name: https, port: %[1]s}]
----
-apiVersion: apiregistration.k8s.io/v1
-kind: APIService
-metadata: {name: v1alpha1.wardle.example.com}
-spec: {group: wardle.example.com, version: v1alpha1, service: {namespace: default, name: wardle}, caBundle: %[3]s, groupPriorityMinimum: 1000, versionPriority: 15}
-`, srv.port, srv.host, srv.caBundle))
+`+srv.manifest())
 	out, err := kubectl(t, kubeconfig, "apply", "-f", file)
 	require.NoError(t, err, out)
 	condition := func(name string) string {

@@ -5,6 +5,7 @@ package authn
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"fmt"
@@ -61,13 +62,8 @@ func X509Authenticator(clientCAs *x509.CertPool) Authenticator {
 		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
 			return nil, false, nil
 		}
-		leaf := r.TLS.PeerCertificates[0]
-		intermediates := x509.NewCertPool()
-		for _, c := range r.TLS.PeerCertificates[1:] {
-			intermediates.AddCert(c)
-		}
-		if _, err := leaf.Verify(x509.VerifyOptions{Roots: clientCAs, Intermediates: intermediates,
-			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		leaf, err := verifiedClientCert(r.TLS, clientCAs)
+		if err != nil {
 			return nil, false, fmt.Errorf("verifying certificate SN=%d, SKID=%x, AKID=%x failed: %w",
 				leaf.SerialNumber, leaf.SubjectKeyId, leaf.AuthorityKeyId, err)
 		}
@@ -79,4 +75,16 @@ func X509Authenticator(clientCAs *x509.CertPool) Authenticator {
 		return &user.User{Name: leaf.Subject.CommonName, Groups: append([]string(nil), leaf.Subject.Organization...),
 			Extra: map[string][]string{CredentialIDKey: {"X509SHA256=" + hex.EncodeToString(sum[:])}}}, true, nil
 	})
+}
+
+// verifiedClientCert is the client's certificate and whether it verifies against roots for
+// client authentication (with the intermediates the client sent).
+func verifiedClientCert(state *tls.ConnectionState, roots *x509.CertPool) (*x509.Certificate, error) {
+	leaf := state.PeerCertificates[0]
+	intermediates := x509.NewCertPool()
+	for _, c := range state.PeerCertificates[1:] {
+		intermediates.AddCert(c)
+	}
+	_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: intermediates, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	return leaf, err
 }

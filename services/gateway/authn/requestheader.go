@@ -78,13 +78,8 @@ func RequestHeaderAuthenticator(o *RequestHeaderOptions, roots *x509.CertPool) A
 		if name == "" {
 			return nil, false, nil
 		}
-		leaf := r.TLS.PeerCertificates[0]
-		intermediates := x509.NewCertPool()
-		for _, c := range r.TLS.PeerCertificates[1:] {
-			intermediates.AddCert(c)
-		}
-		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: intermediates,
-			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		leaf, err := verifiedClientCert(r.TLS, roots)
+		if err != nil {
 			return nil, false, nil // not the front proxy's certificate: another authenticator may know it
 		}
 		if len(o.AllowedNames) > 0 && !slices.Contains(o.AllowedNames, leaf.Subject.CommonName) {
