@@ -33,14 +33,19 @@ func validateAffinity(a *corev1.Affinity, p *field.Path) field.ErrorList {
 			errs = append(errs, validateNodeSelectorTerm(term.Preference, true, tp.Child("preference"))...)
 		}
 	}
-	for _, pa := range []struct {
+	type podTerms struct {
 		name      string
 		required  []corev1.PodAffinityTerm
 		preferred []corev1.WeightedPodAffinityTerm
-	}{
-		{"podAffinity", podAffinityRequired(a.PodAffinity), podAffinityPreferred(a.PodAffinity)},
-		{"podAntiAffinity", podAntiAffinityRequired(a.PodAntiAffinity), podAntiAffinityPreferred(a.PodAntiAffinity)},
-	} {
+	}
+	var pod []podTerms
+	if pa := a.PodAffinity; pa != nil {
+		pod = append(pod, podTerms{"podAffinity", pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution})
+	}
+	if pa := a.PodAntiAffinity; pa != nil {
+		pod = append(pod, podTerms{"podAntiAffinity", pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution})
+	}
+	for _, pa := range pod {
 		pp := p.Child(pa.name)
 		for i, term := range pa.required {
 			errs = append(errs, validatePodAffinityTerm(term, pp.Child("requiredDuringSchedulingIgnoredDuringExecution").Index(i))...)
@@ -52,34 +57,6 @@ func validateAffinity(a *corev1.Affinity, p *field.Path) field.ErrorList {
 		}
 	}
 	return errs
-}
-
-func podAffinityRequired(a *corev1.PodAffinity) []corev1.PodAffinityTerm {
-	if a == nil {
-		return nil
-	}
-	return a.RequiredDuringSchedulingIgnoredDuringExecution
-}
-
-func podAffinityPreferred(a *corev1.PodAffinity) []corev1.WeightedPodAffinityTerm {
-	if a == nil {
-		return nil
-	}
-	return a.PreferredDuringSchedulingIgnoredDuringExecution
-}
-
-func podAntiAffinityRequired(a *corev1.PodAntiAffinity) []corev1.PodAffinityTerm {
-	if a == nil {
-		return nil
-	}
-	return a.RequiredDuringSchedulingIgnoredDuringExecution
-}
-
-func podAntiAffinityPreferred(a *corev1.PodAntiAffinity) []corev1.WeightedPodAffinityTerm {
-	if a == nil {
-		return nil
-	}
-	return a.PreferredDuringSchedulingIgnoredDuringExecution
 }
 
 func validateWeight(w int32, p *field.Path) field.ErrorList {
