@@ -129,8 +129,8 @@ func (s *Server) Exchange(stream proxyv1.ProxyService_ExchangeServer) error {
 		return statusError(unavailable(a))
 	}
 	if f, ok := s.brokenNow(a); ok {
-		return statusError(apierrors.NewServiceUnavailable(fmt.Sprintf("service unavailable: APIService %s could not be reached %s ago (%v); its availability is being checked",
-			a.Name, time.Since(f.at).Round(time.Second), f.err)))
+		return statusError(apierrors.NewServiceUnavailable(fmt.Sprintf("service unavailable: APIService %s could not be reached (%v); its availability is being checked",
+			a.Name, f.err)))
 	}
 	u, ok := user.From(ctx)
 	if !ok {
