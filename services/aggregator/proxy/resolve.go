@@ -93,6 +93,7 @@ func ofService(list []runtime.Object, name string) []*discoveryv1.EndpointSlice 
 // randomEndpoint is kube's choice of an endpoint: slices of the preferred family first,
 // otherwise in random order, a random ready endpoint of the first slice that has the port.
 func randomEndpoint(svcName string, list []*discoveryv1.EndpointSlice, portName string, family discoveryv1.AddressType) (string, error) {
+	list = slices.Clone(list) // sorted here, not the caller's
 	order := rand.Perm(len(list))
 	rank := map[*discoveryv1.EndpointSlice]int{}
 	for i, s := range list {
