@@ -24,49 +24,31 @@ import (
 )
 
 // aggregatedServer is a stand-in aggregated API server for wardle.example.com/v1alpha1 on
-// the host's own address, with a certificate for its Service's name (wardle.default.svc). It
+// loopback, with a certificate for its Service's name (wardle.default.svc). It
 // keeps the headers of the last request it got, and holds a watch open after its first event
 // until release is closed.
 type aggregatedServer struct {
-	host, port string
-	caBundle   string
-	release    chan struct{}
-	stop       func()
-	mu         sync.Mutex
-	last       http.Header
-	lastPeer   *x509.Certificate // the client certificate of the last request
-}
-
-// hostAddress is a non-loopback IPv4 address of this machine: an endpoint of a Service may not
-// be loopback.
-func hostAddress(t *testing.T) string {
-	addrs, err := net.InterfaceAddrs()
-	require.NoError(t, err)
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
-			return n.IP.String()
-		}
-	}
-	t.Skip("this machine has no non-loopback IPv4 address for an endpoint")
-	return ""
+	port     string
+	caBundle string
+	release  chan struct{}
+	stop     func()
+	mu       sync.Mutex
+	last     http.Header
+	lastPeer *x509.Certificate // the client certificate of the last request
 }
 
 func startAggregatedServer(t *testing.T) *aggregatedServer {
-	return startAggregatedServerOn(t, hostAddress(t))
-}
-
-func startAggregatedServerOn(t *testing.T, ip string) *aggregatedServer {
 	ca, err := certs.NewCA("wardle-test-ca", time.Hour)
 	require.NoError(t, err)
 	certPEM, keyPEM, err := ca.IssueServing("wardle", []string{"wardle.default.svc"}, time.Hour)
 	require.NoError(t, err)
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	require.NoError(t, err)
-	ln, err := tls.Listen("tcp", net.JoinHostPort(ip, "0"), &tls.Config{Certificates: []tls.Certificate{pair},
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair},
 		MinVersion: tls.VersionTLS12, ClientAuth: tls.RequestClientCert})
 	require.NoError(t, err)
-	host, port, _ := net.SplitHostPort(ln.Addr().String())
-	s := &aggregatedServer{host: host, port: port, caBundle: base64.StdEncoding.EncodeToString(ca.CertPEM), release: make(chan struct{})}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	s := &aggregatedServer{port: port, caBundle: base64.StdEncoding.EncodeToString(ca.CertPEM), release: make(chan struct{})}
 	srv := &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	s.stop = func() { _ = srv.Close() }
@@ -75,25 +57,31 @@ func startAggregatedServerOn(t *testing.T, ip string) *aggregatedServer {
 }
 
 // manifest registers the server as v1alpha1.wardle.example.com behind the Service
-// default/wardle, with an IPv4 EndpointSlice to its address.
-func (s *aggregatedServer) manifest() string {
+// default/wardle (headless, or with a cluster IP), with an EndpointSlice naming it
+// wardle.localhost: an FQDN under RFC 6761's loopback domain, since IP endpoints may not be
+// loopback.
+func (s *aggregatedServer) manifest(headless bool) string {
+	clusterIP := ""
+	if headless {
+		clusterIP = "clusterIP: None, "
+	}
 	return fmt.Sprintf(`apiVersion: v1
 kind: Service
 metadata: {name: wardle, namespace: default}
-spec: {ports: [{name: https, port: 443, targetPort: %[1]s}]}
+spec: {%[1]sports: [{name: https, port: 443, targetPort: %[2]s}]}
 ---
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
 metadata: {name: wardle-1, namespace: default, labels: {kubernetes.io/service-name: wardle}}
-addressType: IPv4
-endpoints: [{addresses: [%[2]s]}]
-ports: [{name: https, port: %[1]s}]
+addressType: FQDN
+endpoints: [{addresses: [wardle.localhost]}]
+ports: [{name: https, port: %[2]s}]
 ---
 apiVersion: apiregistration.k8s.io/v1
 kind: APIService
 metadata: {name: v1alpha1.wardle.example.com}
 spec: {group: wardle.example.com, version: v1alpha1, service: {namespace: default, name: wardle}, caBundle: %[3]s, groupPriorityMinimum: 1000, versionPriority: 15}
-`, s.port, s.host, s.caBundle)
+`, clusterIP, s.port, s.caBundle)
 }
 
 func (s *aggregatedServer) headers() http.Header {
@@ -160,7 +148,7 @@ func TestAggregatedAPIServerProxied(t *testing.T) {
 	srv := startAggregatedServer(t)
 	c, _ := startAllInOne(t, "--enable-aggregator-routing")
 	kubeconfig := filepath.Join(c.dataDir(), "admin.kubeconfig")
-	manifest := srv.manifest()
+	manifest := srv.manifest(false)
 	file := filepath.Join(t.TempDir(), "wardle.yaml")
 	writeFile(t, file, manifest)
 	out, err := kubectl(t, kubeconfig, "apply", "-f", file)
@@ -349,7 +337,7 @@ kind: APIService
 metadata: {name: v1.noslices.example.com}
 spec: {group: noslices.example.com, version: v1, service: {namespace: default, name: noport, port: 8443}, groupPriorityMinimum: 100, versionPriority: 10, insecureSkipTLSVerify: true}
 ---
-`+srv.manifest())
+`+srv.manifest(false))
 	out, err := kubectl(t, kubeconfig, "apply", "-f", file)
 	require.NoError(t, err, out)
 	condition := func(name string) string {
@@ -413,27 +401,11 @@ spec: {group: noslices.example.com, version: v1, service: {namespace: default, n
 // FQDN, RFC 6761's loopback domain: IP endpoints may not be loopback) routes to a server on
 // loopback.
 func TestAggregatedAPIServerDefaults(t *testing.T) {
-	srv := startAggregatedServerOn(t, "127.0.0.1")
+	srv := startAggregatedServer(t)
 	c, _ := startAllInOne(t)
 	kubeconfig := filepath.Join(c.dataDir(), "admin.kubeconfig")
 	file := filepath.Join(t.TempDir(), "wardle.yaml")
-	writeFile(t, file, fmt.Sprintf(`apiVersion: v1
-kind: Service
-metadata: {name: wardle, namespace: default}
-spec: {clusterIP: None, ports: [{name: https, port: 443, targetPort: %[1]s}]}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: wardle-1, namespace: default, labels: {kubernetes.io/service-name: wardle}}
-addressType: FQDN
-endpoints: [{addresses: [wardle.localhost]}]
-ports: [{name: https, port: %[1]s}]
----
-apiVersion: apiregistration.k8s.io/v1
-kind: APIService
-metadata: {name: v1alpha1.wardle.example.com}
-spec: {group: wardle.example.com, version: v1alpha1, service: {namespace: default, name: wardle}, caBundle: %[2]s, groupPriorityMinimum: 1000, versionPriority: 15}
-`, srv.port, srv.caBundle))
+	writeFile(t, file, srv.manifest(true))
 	out, err := kubectl(t, kubeconfig, "apply", "-f", file)
 	require.NoError(t, err, out)
 	require.Eventually(t, func() bool {
