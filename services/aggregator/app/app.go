@@ -97,10 +97,6 @@ func serveProxy(b *backend.Backend, apiservices, others *registry.Client) error 
 	if err != nil {
 		return err
 	}
-	var resolver proxy.Resolver = proxy.Auto{Endpoints: endpoints}
-	if aggregatorRouting {
-		resolver = endpoints
-	}
 	var cert *tls.Certificate
 	if ProxyClientCertFile != "" || ProxyClientKeyFile != "" {
 		c, err := tls.LoadX509KeyPair(ProxyClientCertFile, ProxyClientKeyFile)
@@ -117,10 +113,7 @@ func serveProxy(b *backend.Backend, apiservices, others *registry.Client) error 
 		}
 		return o.(*apiregistration.APIService), nil
 	}
-	server, err := proxy.NewServer(lookup, resolver, cert, others)
-	if err != nil {
-		return err
-	}
+	server := proxy.NewServer(lookup, endpoints, aggregatorRouting, cert)
 	b.RegisterService(&proxyv1.ProxyService_ServiceDesc, server)
 	if err := b.Server.AddPostStartHook("apiservice-registration-controller", func(ctx context.Context) error {
 		go apiservice.RunProxied(ctx, apiservices, b.Log, b.SetProxied)

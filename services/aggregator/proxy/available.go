@@ -30,7 +30,8 @@ const discoveryAttempts = 5
 func (s *Server) Check(ctx context.Context, a *apiregistration.APIService) apiregistration.APIServiceCondition {
 	ref := a.Spec.Service
 	where := fmt.Sprintf("service/%s in %q", ref.Name, ref.Namespace)
-	o, err := s.objects.Get(ctx, s.services, ref.Namespace, ref.Name)
+	e := s.endpoints
+	o, err := e.client.Get(ctx, e.services, ref.Namespace, ref.Name)
 	switch {
 	case apierrors.IsNotFound(err):
 		return available(apiregistration.ConditionFalse, "ServiceNotFound", where+" is not present")
@@ -44,8 +45,8 @@ func (s *Server) Check(ctx context.Context, a *apiregistration.APIService) apire
 		if i < 0 {
 			return available(apiregistration.ConditionFalse, "ServicePortError", fmt.Sprintf("%s is not listening on port %d", where, port))
 		}
-		if _, routed := s.resolve.(*Endpoints); routed {
-			list, err := s.objects.ListCached(ctx, s.endpointSlices, ref.Namespace)
+		if s.routed {
+			list, err := e.client.ListCached(ctx, e.slicesOfSvc, ref.Namespace)
 			if err != nil {
 				return available(apiregistration.ConditionUnknown, "EndpointsAccessError", fmt.Sprintf("%s cannot be checked due to: %v", where, err))
 			}

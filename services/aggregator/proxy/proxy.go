@@ -23,11 +23,8 @@ import (
 
 	proxyv1 "github.com/apichain/apichain/gen/apichain/proxy/v1"
 	"github.com/apichain/apichain/pkg/apiregistration"
-	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/pkg/user"
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
@@ -42,9 +39,10 @@ type Server struct {
 	proxyv1.UnimplementedProxyServiceServer
 	lookup  Lookup
 	resolve Resolver
-	// objects reads Services and EndpointSlices (core's) for the availability checks.
-	objects                  *registry.Client
-	services, endpointSlices *registry.Resource
+	// endpoints reads Services and EndpointSlices (core's), for resolving and checking;
+	// routed: always to an endpoint (--enable-aggregator-routing).
+	endpoints *Endpoints
+	routed    bool
 	// clientCert is the front-proxy client certificate presented to aggregated servers (none:
 	// they see an unauthenticated client).
 	clientCert *tls.Certificate
@@ -67,17 +65,16 @@ type failure struct {
 // once, without trying it; its availability is checked again meanwhile.
 const breakFor = 5 * time.Second
 
-// NewServer forwards to the servers lookup and resolve find, presenting clientCert; objects
-// reads Services and EndpointSlices.
-func NewServer(lookup Lookup, resolve Resolver, clientCert *tls.Certificate, objects *registry.Client) (*Server, error) {
-	services, ok1 := objects.Lookup(corev1.SchemeGroupVersion.WithResource("services"))
-	endpointSlices, ok2 := objects.Lookup(discoveryv1.SchemeGroupVersion.WithResource("endpointslices"))
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("services and endpointslices must be readable")
+// NewServer forwards to the servers lookup finds, presenting clientCert: with routed, always
+// to a ready endpoint of the Service; otherwise to one if its EndpointSlices list any, else to
+// its cluster DNS name.
+func NewServer(lookup Lookup, endpoints *Endpoints, routed bool, clientCert *tls.Certificate) *Server {
+	var resolve Resolver = Auto{Endpoints: endpoints}
+	if routed {
+		resolve = endpoints
 	}
-	return &Server{lookup: lookup, resolve: resolve, clientCert: clientCert, objects: objects, services: services,
-		endpointSlices: endpointSlices, transports: map[string]*http.Transport{}, broken: map[string]failure{},
-		failures: make(chan struct{}, 1)}, nil
+	return &Server{lookup: lookup, resolve: resolve, endpoints: endpoints, routed: routed, clientCert: clientCert,
+		transports: map[string]*http.Transport{}, broken: map[string]failure{}, failures: make(chan struct{}, 1)}
 }
 
 // Failures reports that a server could not be reached: the availability controller checks
