@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/apichain/apichain/pkg/apiregistration"
-	"github.com/apichain/apichain/pkg/discovery"
 	"github.com/apichain/apichain/pkg/healthz"
 	"github.com/apichain/apichain/pkg/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -154,34 +153,6 @@ func Completion(c *registry.Client) healthz.Checker {
 		}
 		if len(pending) > 0 {
 			return fmt.Errorf("missing APIService: %v", slices.Sorted(maps.Keys(pending)))
-		}
-		return nil
-	})
-}
-
-// RunProxied reports, on every change to APIServices and every minute, the group/versions of
-// the remote ones (those with a service): the ones the aggregator proxies.
-func RunProxied(ctx context.Context, c *registry.Client, log *slog.Logger, set func([]string)) {
-	r, _ := c.Lookup(apiregistration.SchemeGroupVersion.WithResource("apiservices"))
-	var last []string
-	c.Reconcile(ctx, r, time.Minute, func(ctx context.Context) error {
-		list, err := c.List(ctx, r, "", "")
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("proxied APIServices", "err", err)
-			}
-			return err
-		}
-		gvs := []string{}
-		for _, o := range list {
-			if a := o.(*apiregistration.APIService); a.Spec.Service != nil {
-				gvs = append(gvs, discovery.GroupVersion(a.Spec.Group, a.Spec.Version))
-			}
-		}
-		slices.Sort(gvs)
-		if !slices.Equal(gvs, last) {
-			set(gvs)
-			last = gvs
 		}
 		return nil
 	})

@@ -10,6 +10,7 @@ import (
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	"github.com/apichain/apichain/pkg/apiregistration"
+	"github.com/apichain/apichain/pkg/discovery"
 	"github.com/apichain/apichain/pkg/registry"
 	"google.golang.org/protobuf/proto"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,17 +24,29 @@ type Fetch func(ctx context.Context, a *apiregistration.APIService) (*metav1.API
 // them, read again on every change to APIServices and every resync. One that is not available
 // keeps the resources its server listed last, marked stale (kubectl then leaves it out rather
 // than failing), or is left out if they were never read; either way warn names it, for the
-// Warning headers of /apis. set gets own plus the remote group/versions.
+// Warning headers of /apis. set gets own plus the remote group/versions; proxied gets the
+// remote group/versions (the ones the aggregator proxies) before their servers are asked.
 func RunRemoteDiscovery(ctx context.Context, c *registry.Client, own []*discoveryv1.GroupVersion, fetch Fetch,
-	set func([]*discoveryv1.GroupVersion), warn func([]string), log *slog.Logger, resync time.Duration) {
+	set func([]*discoveryv1.GroupVersion), proxied, warn func([]string), log *slog.Logger, resync time.Duration) {
 	r, _ := c.Lookup(apiregistration.SchemeGroupVersion.WithResource("apiservices"))
 	known := map[string]*discoveryv1.GroupVersion{} // by APIService name, as last read
 	var last []*discoveryv1.GroupVersion
-	var lastWarnings []string
+	var lastWarnings, lastProxied []string
 	c.Reconcile(ctx, r, resync, func(ctx context.Context) error {
 		list, err := c.List(ctx, r, "", "")
 		if err != nil {
 			return err
+		}
+		remote := []string{}
+		for _, o := range list {
+			if a := o.(*apiregistration.APIService); a.Spec.Service != nil {
+				remote = append(remote, discovery.GroupVersion(a.Spec.Group, a.Spec.Version))
+			}
+		}
+		slices.Sort(remote)
+		if !slices.Equal(remote, lastProxied) {
+			proxied(remote)
+			lastProxied = remote
 		}
 		current := map[string]*discoveryv1.GroupVersion{}
 		var warnings []string

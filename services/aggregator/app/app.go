@@ -115,12 +115,6 @@ func serveProxy(b *backend.Backend, apiservices, others *registry.Client) error 
 	}
 	server := proxy.NewServer(lookup, endpoints, aggregatorRouting, cert)
 	b.RegisterService(&proxyv1.ProxyService_ServiceDesc, server)
-	if err := b.Server.AddPostStartHook("apiservice-registration-controller", func(ctx context.Context) error {
-		go apiservice.RunProxied(ctx, apiservices, b.Log, b.SetProxied)
-		return nil
-	}); err != nil {
-		return err
-	}
 	if err := b.Server.AddPostStartHook("apiservice-status-local-available-controller", func(ctx context.Context) error {
 		go apiservice.RunAvailability(ctx, apiservices, nil, nil, b.Server.RecheckReadiness, b.Log, 5*time.Minute)
 		return nil
@@ -129,8 +123,10 @@ func serveProxy(b *backend.Backend, apiservices, others *registry.Client) error 
 	}
 	b.SetGroupOrder(apiservice.GroupOrder(apiservices))
 	own := registry.NewSet(apiservice.Resource()).Served()
+	// As kube's apiservice-registration-controller, it also tells the gateways which group/versions
+	// the aggregator proxies.
 	if err := b.Server.AddPostStartHook("apiservice-discovery-controller", func(ctx context.Context) error {
-		go apiservice.RunRemoteDiscovery(ctx, apiservices, own, server.Resources, b.SetServed, b.SetDiscoveryWarnings, b.Log, 30*time.Second)
+		go apiservice.RunRemoteDiscovery(ctx, apiservices, own, server.Resources, b.SetServed, b.SetProxied, b.SetDiscoveryWarnings, b.Log, 30*time.Second)
 		return nil
 	}); err != nil {
 		return err
