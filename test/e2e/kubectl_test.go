@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"bufio"
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -140,34 +137,7 @@ func TestKubectlCoreResources(t *testing.T) {
 	assert.Contains(t, out, "field is immutable when `immutable` is set")
 
 	// get -w sees live events.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	watch := exec.CommandContext(ctx, "kubectl", "--kubeconfig", k.kubeconfig, "get", "cm", "-n", "demo", "-w", "--output-watch-events")
-	stdout, err := watch.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, watch.Start())
-	lines := make(chan string, 100)
-	go func() {
-		s := bufio.NewScanner(stdout)
-		for s.Scan() {
-			lines <- s.Text()
-		}
-		close(lines)
-	}()
-	waitLine := func(want ...string) {
-		t.Helper()
-		for {
-			select {
-			case l, ok := <-lines:
-				require.True(t, ok, "watch ended before %v", want)
-				if containsAll(l, want) {
-					return
-				}
-			case <-ctx.Done():
-				t.Fatalf("no watch line with %v", want)
-			}
-		}
-	}
+	waitLine := kubectlWatch(t, k.kubeconfig, "get", "cm", "-n", "demo", "-w", "--output-watch-events")
 	waitLine("ADDED", "c1") // the initial list
 	k.run("create", "configmap", "live", "-n", "demo", "--from-literal=a=1")
 	waitLine("ADDED", "live")
@@ -175,8 +145,6 @@ func TestKubectlCoreResources(t *testing.T) {
 	waitLine("MODIFIED", "live", "2")
 	k.run("delete", "cm", "live", "-n", "demo")
 	waitLine("DELETED", "live")
-	_ = watch.Process.Kill()
-	_ = watch.Wait()
 
 	// Who am I and what may I do, answered by the gateway that authenticated the request.
 	out = k.run("auth", "whoami")

@@ -181,6 +181,23 @@ func kubectl(t testing.TB, kubeconfig string, args ...string) (string, error) {
 	return kubectlEnv(t, nil, kubeconfig, args...)
 }
 
+// eventuallyKubectl runs kubectl until its output holds want, for up to 20 s, and returns it.
+func eventuallyKubectl(t testing.TB, kubeconfig, want string, args ...string) string {
+	t.Helper()
+	var out string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, _ = kubectl(t, kubeconfig, args...)
+		if strings.Contains(out, want) {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kubectl %s: no %q in the output within 20 s; last output:\n%s", strings.Join(args, " "), want, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // kubectlEnv runs kubectl with extra environment variables (EDITOR for kubectl edit).
 func kubectlEnv(t testing.TB, env []string, kubeconfig string, args ...string) (string, error) {
 	t.Helper()
@@ -196,4 +213,41 @@ func tempDataDir(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	return filepath.Join(dir, "data")
+}
+
+// kubectlWatch starts a kubectl that keeps writing lines (get -w) and returns a wait for its
+// next line holding every want; it ends with the test.
+func kubectlWatch(t *testing.T, kubeconfig string, args ...string) func(want ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	watch := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	stdout, err := watch.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, watch.Start())
+	t.Cleanup(func() {
+		cancel()
+		_ = watch.Wait()
+	})
+	lines := make(chan string, 100)
+	go func() {
+		s := bufio.NewScanner(stdout)
+		for s.Scan() {
+			lines <- s.Text()
+		}
+		close(lines)
+	}()
+	return func(want ...string) {
+		t.Helper()
+		for {
+			select {
+			case l, ok := <-lines:
+				require.True(t, ok, "watch ended before a line with %v", want)
+				if containsAll(l, want) {
+					return
+				}
+			case <-ctx.Done():
+				t.Fatalf("no watch line with %v", want)
+			}
+		}
+	}
 }

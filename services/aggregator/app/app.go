@@ -131,12 +131,13 @@ func serveProxy(b *backend.Backend, apiservices, others *registry.Client) error 
 	}); err != nil {
 		return err
 	}
-	// Remote ones are checked on every change to APIServices, Services and EndpointSlices, and
-	// every 30 s, as kube does.
+	// Remote ones are checked on every change to APIServices, Services and EndpointSlices, after
+	// a request could not reach its server, and every 10 s (kube: 30 s), so a server that died
+	// without a request noticing is marked within 10 s and one that came back is used again.
 	return b.Server.AddPostStartHook("apiservice-status-remote-available-controller", func(ctx context.Context) error {
 		go func() {
 			triggers := []<-chan registry.Change{others.Watch(ctx, proxy.Services()), others.Watch(ctx, proxy.EndpointSlices()), failures(ctx, server.Failures())}
-			apiservice.RunAvailability(ctx, apiservices, server.Check, triggers, nil, b.Log, 30*time.Second)
+			apiservice.RunAvailability(ctx, apiservices, server.Check, triggers, nil, b.Log, 10*time.Second)
 		}()
 		return nil
 	})
