@@ -110,12 +110,14 @@ func v2Document(v2, v2Proto []byte, hash, accept, query string) *httpbody.HttpBo
 }
 
 // customOpenAPI are OpenAPI documents of kinds that come and go (extensions' custom
-// resources): v3 documents served next to the built ones and listed in the same index, and
-// the built v2 document with the kinds added, made on first request.
+// resources, the aggregator's remote APIServices): v3 documents served next to the built ones
+// and listed in the same index, and the built v2 document with the kinds and other v2
+// documents added, made on first request.
 type customOpenAPI struct {
-	v3    map[string][]byte
-	index []byte
-	kinds []openapi.CustomKind
+	v3     map[string][]byte
+	index  []byte
+	kinds  []openapi.CustomKind
+	v2Docs [][]byte
 
 	v2Once      sync.Once
 	v2, v2Proto []byte
@@ -124,9 +126,10 @@ type customOpenAPI struct {
 }
 
 // SetCustomOpenAPI replaces the documents of the kinds that come and go: v3 documents by
-// group/version, and the kinds for v2.
-func (b *Backend) SetCustomOpenAPI(byGV map[schema.GroupVersion][]byte, kinds []openapi.CustomKind) error {
-	c := &customOpenAPI{v3: map[string][]byte{}, kinds: kinds}
+// group/version, the kinds for v2, and whole v2 documents merged into it (the built one's
+// definitions and paths win).
+func (b *Backend) SetCustomOpenAPI(byGV map[schema.GroupVersion][]byte, kinds []openapi.CustomKind, v2Docs [][]byte) error {
+	c := &customOpenAPI{v3: map[string][]byte{}, kinds: kinds, v2Docs: v2Docs}
 	for gv, doc := range byGV {
 		c.v3[openapi.V3DocumentPath(gv)] = doc
 	}
@@ -139,11 +142,18 @@ func (b *Backend) SetCustomOpenAPI(byGV map[schema.GroupVersion][]byte, kinds []
 }
 
 // document answers a custom document, the index merged with the built one's, or v2 with the
-// custom kinds added.
+// custom kinds and documents added.
 func (c *customOpenAPI) document(built *openAPIDocs, path, accept, query string) (*httpbody.HttpBody, bool) {
-	if path == "/openapi/v2" && len(c.kinds) > 0 && built != nil {
+	if path == "/openapi/v2" && len(c.kinds)+len(c.v2Docs) > 0 && built != nil {
 		c.v2Once.Do(func() {
-			if c.v2, c.v2Err = openapi.AddCustomToV2(built.v2, c.kinds); c.v2Err == nil {
+			c.v2 = built.v2
+			if len(c.kinds) > 0 {
+				c.v2, c.v2Err = openapi.AddCustomToV2(c.v2, c.kinds)
+			}
+			if c.v2Err == nil && len(c.v2Docs) > 0 {
+				c.v2, c.v2Err = openapi.MergeV2(append([][]byte{c.v2}, c.v2Docs...))
+			}
+			if c.v2Err == nil {
 				c.v2Proto, c.v2Err = openapi.V2Protobuf(c.v2)
 				c.v2Hash = openapi.Hash(c.v2)
 			}

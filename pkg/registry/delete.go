@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"mime"
 	"net/http"
 	"strconv"
 	"time"
@@ -25,16 +26,24 @@ var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namesp
 // the query's options into it (the body wins, as in kube); dryRun is either's dryRun=All.
 func (h *Handler) deleteOptions(r *Resource, body *resourcev1.Body, query *resourcev1.DeleteOptions) (opts *metav1.DeleteOptions, dryRun bool, err error) {
 	opts = &metav1.DeleteOptions{}
-	if len(body.GetData()) > 0 && r.isUnstructured() {
-		// A custom resource's group/version is unknown to the scheme; its clients send
-		// DeleteOptions in it, as JSON or YAML.
+	mt, _, _ := mime.ParseMediaType(body.GetContentType())
+	switch {
+	case len(body.GetData()) == 0:
+	case mt == "" || mt == MediaJSON || mt == MediaYAML:
+		// As kube's: DeleteOptions of meta.k8s.io/v1 (client-go's dynamic and metadata
+		// clients send "v1") or of the resource's own group/version (typed clients; a custom
+		// resource's is unknown to the scheme), as JSON or YAML.
 		if err := yaml.Unmarshal(body.GetData(), opts); err != nil {
 			return nil, false, apierrors.NewBadRequest("invalid DeleteOptions: " + err.Error())
 		}
 		if opts.Kind != "" && opts.Kind != "DeleteOptions" {
 			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("invalid DeleteOptions: kind %q is not DeleteOptions", opts.Kind))
 		}
-	} else if len(body.GetData()) > 0 {
+		if v := opts.APIVersion; v != "" && v != "v1" && v != metav1.SchemeGroupVersion.String() && v != r.GroupVersion.String() {
+			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("invalid DeleteOptions: the API version in the data (%s) does not match the expected API version (%s)",
+				v, metav1.SchemeGroupVersion))
+		}
+	default:
 		if err := h.scheme.decode(body.GetData(), body.GetContentType(), opts, r.GroupVersion.WithKind("DeleteOptions"), false); err != nil {
 			return nil, false, apierrors.NewBadRequest("invalid DeleteOptions: " + err.Error())
 		}

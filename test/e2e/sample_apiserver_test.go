@@ -171,8 +171,7 @@ func (s *sampleServer) start() {
 // whose EndpointSlice names the server by an FQDN under localhost (an IP endpoint may not be
 // loopback), and APIServices for both versions it serves, trusting its CA.
 func (s *sampleServer) registration() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `apiVersion: v1
+	return fmt.Sprintf(`apiVersion: v1
 kind: Service
 metadata: {name: api, namespace: wardle}
 spec: {clusterIP: None, ports: [{name: https, port: 443, targetPort: %[1]d}]}
@@ -183,7 +182,21 @@ metadata: {name: api-1, namespace: wardle, labels: {kubernetes.io/service-name: 
 addressType: FQDN
 endpoints: [{addresses: [wardle.localhost]}]
 ports: [{name: https, port: %[1]d}]
-`, s.port)
+`, s.port) + s.apiServices(443)
+}
+
+// externalNameRegistration registers the server through an ExternalName Service naming
+// localhost, with its port in the APIServices: how kube-apiserver reaches a server on its own
+// loopback (its EndpointSlices may not name loopback, and it resolves no name under localhost).
+func (s *sampleServer) externalNameRegistration() string {
+	return "apiVersion: v1\nkind: Service\nmetadata: {name: api, namespace: wardle}\nspec: {type: ExternalName, externalName: localhost}\n" +
+		s.apiServices(s.port)
+}
+
+// apiServices are the APIServices of both versions the server serves (its artifacts'
+// priorities) behind the Service wardle/api on port.
+func (s *sampleServer) apiServices(port int) string {
+	var b strings.Builder
 	for _, v := range []struct {
 		version  string
 		priority int
@@ -192,8 +205,8 @@ ports: [{name: https, port: %[1]d}]
 apiVersion: apiregistration.k8s.io/v1
 kind: APIService
 metadata: {name: %[1]s.wardle.example.com}
-spec: {group: wardle.example.com, version: %[1]s, service: {namespace: wardle, name: api}, caBundle: %[2]s, groupPriorityMinimum: 1000, versionPriority: %[3]d}
-`, v.version, s.caBundle, v.priority)
+spec: {group: wardle.example.com, version: %[1]s, service: {namespace: wardle, name: api, port: %[4]d}, caBundle: %[2]s, groupPriorityMinimum: 1000, versionPriority: %[3]d}
+`, v.version, s.caBundle, v.priority, port)
 	}
 	return b.String()
 }

@@ -131,6 +131,15 @@ func serveProxy(b *backend.Backend, apiservices, others *registry.Client) error 
 	}); err != nil {
 		return err
 	}
+	// Their OpenAPI documents are served with the aggregator's own, as kube's
+	// apiservice-openapi-controller and apiservice-openapiv3-controller do (one controller here).
+	if err := b.Server.AddPostStartHook("apiservice-openapi-controller", func(ctx context.Context) error {
+		set := func(v3 map[schema.GroupVersion][]byte, v2 [][]byte) error { return b.SetCustomOpenAPI(v3, nil, v2) }
+		go apiservice.RunRemoteOpenAPI(ctx, apiservices, server.Document, proxy.ErrNotModified, set, b.Log, time.Minute)
+		return nil
+	}); err != nil {
+		return err
+	}
 	// Remote ones are checked on every change to APIServices, Services and EndpointSlices, after
 	// a request could not reach its server, and every 10 s (kube: 30 s), so a server that died
 	// without a request noticing is marked within 10 s and one that came back is used again.

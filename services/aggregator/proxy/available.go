@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 )
 
@@ -147,37 +149,66 @@ func unavailable(a *apiregistration.APIService) error {
 // Resources reads the group/version's discovery document from a's server (as
 // system:kube-aggregator, within 5 s): what the aggregator lists of it in /apis.
 func (s *Server) Resources(ctx context.Context, a *apiregistration.APIService) (*metav1.APIResourceList, error) {
-	transport, err := s.transport(a)
-	if err != nil {
-		return nil, err
-	}
-	host, err := s.resolve.Resolve(ctx, a.Spec.Service)
-	if err != nil {
-		return nil, err
-	}
 	path := "/apis/" + a.Spec.Group + "/" + a.Spec.Version
 	if a.Spec.Group == "" {
 		path = "/api/" + a.Spec.Version
+	}
+	data, _, err := s.Document(ctx, a, path, "")
+	if err != nil {
+		return nil, err
+	}
+	list := &metav1.APIResourceList{}
+	if err := json.Unmarshal(data, list); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return list, nil
+}
+
+// ErrNotModified is Document's answer when the server still has the document of the ETag it
+// was given.
+var ErrNotModified = errors.New("not modified")
+
+// Document reads a JSON document (discovery, OpenAPI) from a's server, as the aggregator reads
+// them: as system:kube-aggregator, within 5 s, at most 32 MiB. With an etag, a server that has
+// that document still answers ErrNotModified; the ETag of what it answered is returned. A
+// status other than 200 is an error naming it (apierrors' for 404).
+func (s *Server) Document(ctx context.Context, a *apiregistration.APIService, path, etag string) ([]byte, string, error) {
+	transport, err := s.transport(a)
+	if err != nil {
+		return nil, "", err
+	}
+	host, err := s.resolve.Resolve(ctx, a.Spec.Service)
+	if err != nil {
+		return nil, "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+host+path, nil)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	req.Header.Set("Accept", "application/json")
+	if etag != "" {
+		req.Header.Set("If-None-Match", etag)
+	}
 	setFrontProxyHeaders(req.Header, &user.User{Name: "system:kube-aggregator", Groups: []string{user.SystemPrivilegedGroup}})
 	resp, err := (&http.Client{Transport: transport}).Do(req)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: status %d", path, resp.StatusCode)
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotModified:
+		return nil, etag, ErrNotModified
+	case http.StatusNotFound:
+		return nil, "", apierrors.NewNotFound(schema.GroupResource{}, path)
+	default:
+		return nil, "", fmt.Errorf("%s: status %d", path, resp.StatusCode)
 	}
-	list := &metav1.APIResourceList{}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(list); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}
-	return list, nil
+	return data, resp.Header.Get("ETag"), nil
 }

@@ -53,11 +53,22 @@ func NewEndpoints(client *registry.Client) (*Endpoints, error) {
 
 // Resolve implements Resolver.
 func (e *Endpoints) Resolve(ctx context.Context, s *apiregistration.ServiceReference) (string, error) {
-	o, err := e.client.Get(ctx, e.services, s.Namespace, s.Name)
+	svc, err := e.service(ctx, s)
 	if err != nil {
 		return "", err
 	}
-	svc := o.(*corev1.Service)
+	return e.resolve(ctx, svc, s)
+}
+
+func (e *Endpoints) service(ctx context.Context, s *apiregistration.ServiceReference) (*corev1.Service, error) {
+	o, err := e.client.Get(ctx, e.services, s.Namespace, s.Name)
+	if err != nil {
+		return nil, err
+	}
+	return o.(*corev1.Service), nil
+}
+
+func (e *Endpoints) resolve(ctx context.Context, svc *corev1.Service, s *apiregistration.ServiceReference) (string, error) {
 	switch svc.Spec.Type {
 	case corev1.ServiceTypeClusterIP, corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeNodePort:
 	default:
@@ -150,12 +161,20 @@ func EndpointSlices() *registry.Resource {
 // Auto resolves a Service to one of its ready endpoints when its EndpointSlices list any, and
 // to its cluster DNS name otherwise: the default, since apichain has no cluster IPs to route
 // through. A headless Service with an EndpointSlice (an FQDN one may name localhost) and a
-// compose network alias both work without flags.
+// compose network alias both work without flags. An ExternalName Service resolves to its
+// external name and the APIService's port, as in kube.
 type Auto struct{ Endpoints *Endpoints }
 
 // Resolve implements Resolver.
 func (a Auto) Resolve(ctx context.Context, s *apiregistration.ServiceReference) (string, error) {
-	host, err := a.Endpoints.Resolve(ctx, s)
+	svc, err := a.Endpoints.service(ctx, s)
+	if err != nil {
+		return "", err
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		return net.JoinHostPort(svc.Spec.ExternalName, strconv.Itoa(int(ptr.Deref(s.Port, 443)))), nil
+	}
+	host, err := a.Endpoints.resolve(ctx, svc, s)
 	if errors.Is(err, errNoEndpoints) {
 		return DNS{}.Resolve(ctx, s)
 	}

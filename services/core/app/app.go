@@ -15,7 +15,6 @@ import (
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/pkg/controller/clusterroleaggregation"
 	"github.com/apichain/apichain/pkg/controller/garbagecollector"
-	"github.com/apichain/apichain/pkg/controller/namespace"
 	"github.com/apichain/apichain/pkg/controller/podgc"
 	"github.com/apichain/apichain/pkg/controller/policystatus"
 	"github.com/apichain/apichain/pkg/controller/resourcequota"
@@ -192,12 +191,6 @@ func Setup(b *backend.Backend) error {
 	}
 	if err := b.Server.AddPostStartHook("start-validatingadmissionpolicy-status-controller", func(ctx context.Context) error {
 		go policystatus.Run(ctx, client, set.OpenAPIV2, b.Log, 5*time.Minute)
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := b.Server.AddPostStartHook("start-namespace-lifecycle-controller", func(ctx context.Context) error {
-		go namespace.Run(ctx, client, b.Log) // ctx lives until shutdown starts
 		return nil
 	}); err != nil {
 		return err

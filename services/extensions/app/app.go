@@ -65,7 +65,7 @@ func Setup(b *backend.Backend) error {
 		h.SetResources(next)
 		if docs, kinds, err := custom.OpenAPI(); err != nil {
 			b.Log.Warn("custom resources' OpenAPI", "err", err)
-		} else if err := b.SetCustomOpenAPI(docs, kinds); err != nil {
+		} else if err := b.SetCustomOpenAPI(docs, kinds, nil); err != nil {
 			b.Log.Warn("custom resources' OpenAPI", "err", err)
 		}
 		b.SetServed(next.Served())

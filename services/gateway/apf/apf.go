@@ -9,11 +9,8 @@ package apf
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
 
-	"github.com/apichain/apichain/pkg/user"
 	"k8s.io/apiserver/pkg/server/mux"
 	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 	fcmetrics "k8s.io/apiserver/pkg/util/flowcontrol/metrics"
@@ -22,34 +19,22 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// LoopbackUser is the identity of the gateway's own client (kube's loopback user).
-var LoopbackUser = &user.User{Name: "system:apiserver", Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}
-
 // Controller is one gateway's priority and fairness.
 type Controller struct {
 	fc        utilflowcontrol.Interface
 	factory   *flowcontrolFactory
-	loopback  *loopback
-	token     string
 	estimator fcrequest.WorkEstimatorFunc
 	dropped   utilflowcontrol.DroppedRequestsTracker
 	debug     *mux.PathRecorderMux
 }
 
 // New builds priority and fairness with serverConcurrencyLimit seats (kube: the sum of
-// --max-requests-inflight and --max-mutating-requests-inflight).
-func New(serverConcurrencyLimit int) (*Controller, error) {
+// --max-requests-inflight and --max-mutating-requests-inflight), reading its configuration
+// through loopback.
+func New(serverConcurrencyLimit int, loopback *rest.Config) (*Controller, error) {
 	fcmetrics.Register()
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return nil, err
-	}
-	c := &Controller{loopback: &loopback{}, token: hex.EncodeToString(b), dropped: utilflowcontrol.NewDroppedRequestsTracker()}
-	uid := make([]byte, 16)
-	_, _ = rand.Read(uid)
-	LoopbackUser.UID = hex.EncodeToString(uid)
-	fc, err := flowcontrolclient.NewForConfig(&rest.Config{Host: "https://loopback.apichain.invalid", BearerToken: c.token,
-		Transport: c.loopback, UserAgent: "apichain-gateway/loopback", QPS: -1})
+	c := &Controller{dropped: utilflowcontrol.NewDroppedRequestsTracker()}
+	fc, err := flowcontrolclient.NewForConfig(loopback)
 	if err != nil {
 		return nil, err
 	}
@@ -63,12 +48,6 @@ func New(serverConcurrencyLimit int) (*Controller, error) {
 	c.fc.Install(c.debug)
 	return c, nil
 }
-
-// LoopbackToken is the bearer token of the loopback client, to authenticate as LoopbackUser.
-func (c *Controller) LoopbackToken() string { return c.token }
-
-// Serve sets the handler loopback requests go through (the gateway's whole chain).
-func (c *Controller) Serve(h http.Handler) { c.loopback.handler.Store(&h) }
 
 // Debug serves /debug/api_priority_and_fairness/dump_{priority_levels,queues,requests}.
 func (c *Controller) Debug() http.Handler { return c.debug }

@@ -14,10 +14,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/certs"
+	"github.com/apichain/apichain/pkg/controller/namespace"
 	"github.com/apichain/apichain/pkg/healthz"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/server"
@@ -29,6 +31,7 @@ import (
 	"github.com/apichain/apichain/services/gateway/connect"
 	"github.com/apichain/apichain/services/gateway/discovery"
 	"github.com/apichain/apichain/services/gateway/filters"
+	"github.com/apichain/apichain/services/gateway/loopback"
 	"github.com/apichain/apichain/services/gateway/proxy"
 	"github.com/apichain/apichain/services/gateway/readiness"
 	"github.com/apichain/apichain/services/gateway/reviews"
@@ -79,6 +82,7 @@ type Gateway struct {
 	aggregated *proxy.Aggregated
 	reviews    *reviews.Handler
 	apf        *apf.Controller // nil with --enable-priority-and-fairness=false
+	loopback   *loopback.Client
 }
 
 // New builds the gateway with pki's certificates (unless the options name others) and binds
@@ -206,9 +210,12 @@ func (g *Gateway) writeKubeconfig() error {
 func (g *Gateway) buildHandler() (http.Handler, error) {
 	unary := []grpc.UnaryServerInterceptor{audit.UnaryInterceptor(proxy.GRPCRequestInfo)}
 	stream := []grpc.StreamServerInterceptor{audit.StreamInterceptor(proxy.GRPCRequestInfo)}
+	var err error
+	if g.loopback, err = loopback.New(); err != nil {
+		return nil, err
+	}
 	if g.opts.EnablePriorityAndFairness {
-		var err error
-		if g.apf, err = apf.New(g.opts.MaxRequestsInFlight + g.opts.MaxMutatingRequestsInFlight); err != nil {
+		if g.apf, err = apf.New(g.opts.MaxRequestsInFlight+g.opts.MaxMutatingRequestsInFlight, g.loopback.Config("apichain-gateway/loopback")); err != nil {
 			return nil, err
 		}
 		unary = append(unary, g.apf.UnaryInterceptor(proxy.GRPCRequestInfo, g.opts.RequestTimeout/4))
@@ -263,10 +270,9 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 		}
 		bearer.Tokens = append(bearer.Tokens, authn.AudienceAgnostic(auds, tf))
 	}
-	bearer.Tokens = append(bearer.Tokens, g.saTokens)
+	bearer.Tokens = append([]authn.TokenAuthenticator{authn.StaticToken{Token: g.loopback.Token(), User: g.loopback.User()}}, append(bearer.Tokens, g.saTokens)...)
 	var pf func(http.Handler) http.Handler
 	if g.apf != nil {
-		bearer.Tokens = append([]authn.TokenAuthenticator{authn.StaticToken{Token: g.apf.LoopbackToken(), User: apf.LoopbackUser}}, bearer.Tokens...)
 		pf = func(h http.Handler) http.Handler { return g.apf.Filter(h, g.opts.RequestTimeout/4) }
 		mux.Handle("/debug/api_priority_and_fairness/", g.apf.Debug())
 	}
@@ -317,9 +323,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 		RetryAfter:                  retryAfter,
 		PriorityAndFairness:         pf,
 	})
-	if g.apf != nil {
-		g.apf.Serve(chain) // the loopback client's requests take the whole chain
-	}
+	g.loopback.Serve(chain) // the loopback client's requests take the whole chain
 	return chain, nil
 }
 
@@ -360,6 +364,18 @@ func (g *Gateway) addHooks() error {
 			return err
 		}
 		g.Server.Signals().MuxAndDiscoveryComplete.Signal()
+		return nil
+	}); err != nil {
+		return err
+	}
+	// Namespace deletion works on the whole chain (core's resources, custom resources, the
+	// aggregated APIs), so it runs where the whole chain is reached: through the loopback.
+	if err := g.Server.AddPostStartHook("start-namespace-lifecycle-controller", func(ctx context.Context) error {
+		c, err := namespace.New(g.loopback.Config("apichain-gateway/namespace-controller"), g.router.Complete, g.Log)
+		if err != nil {
+			return err
+		}
+		go c.Run(ctx, 2*time.Second) // ctx lives until shutdown starts
 		return nil
 	}); err != nil {
 		return err

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"runtime/debug"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +27,11 @@ func WithTimeout(next http.Handler) http.Handler {
 		go func() {
 			defer func() {
 				if p := recover(); p != nil {
-					panicked <- p
+					if err, ok := p.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+						panicked <- p
+					} else {
+						panicked <- handlerPanic{value: p, stack: debug.Stack()} // where it happened, for the log
+					}
 					return
 				}
 				close(done)
@@ -47,6 +53,15 @@ func WithTimeout(next http.Handler) http.Handler {
 		}
 	})
 }
+
+// handlerPanic is a panic of the handler's goroutine, raised again in the request's with the
+// stack where it happened.
+type handlerPanic struct {
+	value any
+	stack []byte
+}
+
+func (p handlerPanic) String() string { return fmt.Sprintf("%v\n%s", p.value, p.stack) }
 
 // timeoutWriter buffers the response until the handler finishes, so a timeout can still
 // replace it with a 504.

@@ -97,7 +97,9 @@ func (a *Aggregated) Serve(w http.ResponseWriter, r *http.Request, group, versio
 		w.Header()[http.CanonicalHeaderKey(h.GetName())] = h.GetValues()
 	}
 	w.WriteHeader(int(o.first.GetStatus()))
+	// The head goes out now: a watch that has no event yet is still answered.
 	rc := http.NewResponseController(w)
+	_ = rc.Flush()
 	for {
 		m, err := o.stream.Recv()
 		if err != nil {
