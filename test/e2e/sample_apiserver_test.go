@@ -328,6 +328,10 @@ func TestSampleAPIServer(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "g1.yaml"), gizmo("g1", "{color: blue}"))
 	eventuallyKubectl(t, admin.kubeconfig, "gizmo.stable.example.com/g1 created", "apply", "-f", filepath.Join(dir, "g1.yaml"))
 	assert.Contains(t, admin.run("api-resources"), "gizmos")
+	// Deleting a namespace deletes its content, custom resources too, and is not held by the
+	// group that does not answer.
+	assert.Contains(t, admin.run("delete", "namespace", "crdsuite", "--timeout=30s"), `namespace "crdsuite" deleted`)
+	assert.Contains(t, admin.run("get", "--raw", "/apis/stable.example.com/v1/gizmos"), `"items":[]`)
 	start := time.Now()
 	// kubectl leaves the stale group out, as it does on kube, but says why.
 	out := admin.fails("get", "flunders", "-n", "default")
