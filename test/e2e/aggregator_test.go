@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -57,31 +58,37 @@ func startAggregatedServer(t *testing.T) *aggregatedServer {
 }
 
 // manifest registers the server as v1alpha1.wardle.example.com behind the Service
-// default/wardle (headless, or with a cluster IP), with an EndpointSlice naming it
-// wardle.localhost: an FQDN under RFC 6761's loopback domain, since IP endpoints may not be
-// loopback.
+// default/wardle (headless, or with a cluster IP) on loopback.
 func (s *aggregatedServer) manifest(headless bool) string {
+	port, _ := strconv.Atoi(s.port)
+	return loopbackService("default", "wardle", port, headless) + fmt.Sprintf(`---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1alpha1.wardle.example.com}
+spec: {group: wardle.example.com, version: v1alpha1, service: {namespace: default, name: wardle}, caBundle: %s, groupPriorityMinimum: 1000, versionPriority: 15}
+`, s.caBundle)
+}
+
+// loopbackService is a Service (headless, or with a cluster IP) on port 443 whose
+// EndpointSlice leads to port on this host: its endpoint is wardle.localhost, an FQDN under
+// RFC 6761's loopback domain, since IP endpoints may not be loopback.
+func loopbackService(namespace, name string, port int, headless bool) string {
 	clusterIP := ""
 	if headless {
 		clusterIP = "clusterIP: None, "
 	}
 	return fmt.Sprintf(`apiVersion: v1
 kind: Service
-metadata: {name: wardle, namespace: default}
-spec: {%[1]sports: [{name: https, port: 443, targetPort: %[2]s}]}
+metadata: {name: %[2]s, namespace: %[1]s}
+spec: {%[3]sports: [{name: https, port: 443, targetPort: %[4]d}]}
 ---
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
-metadata: {name: wardle-1, namespace: default, labels: {kubernetes.io/service-name: wardle}}
+metadata: {name: %[2]s-1, namespace: %[1]s, labels: {kubernetes.io/service-name: %[2]s}}
 addressType: FQDN
 endpoints: [{addresses: [wardle.localhost]}]
-ports: [{name: https, port: %[2]s}]
----
-apiVersion: apiregistration.k8s.io/v1
-kind: APIService
-metadata: {name: v1alpha1.wardle.example.com}
-spec: {group: wardle.example.com, version: v1alpha1, service: {namespace: default, name: wardle}, caBundle: %[3]s, groupPriorityMinimum: 1000, versionPriority: 15}
-`, clusterIP, s.port, s.caBundle)
+ports: [{name: https, port: %[4]d}]
+`, namespace, name, clusterIP, port)
 }
 
 func (s *aggregatedServer) headers() http.Header {

@@ -40,10 +40,11 @@ func requireDocker(t *testing.T) {
 }
 
 type stack struct {
-	t    *testing.T
-	env  []string
-	port int
-	dir  string
+	t     *testing.T
+	env   []string
+	port  int
+	dir   string
+	files []string // compose files beyond compose.yaml
 }
 
 func (s *stack) run(timeout time.Duration, name string, args ...string) string {
@@ -65,7 +66,11 @@ func (s *stack) compose(args ...string) string {
 	if exec.Command("docker", "compose", "version").Run() == nil {
 		bin, pre = "docker", []string{"compose"}
 	}
-	return s.run(5*time.Minute, bin, append(append(pre, "--project-directory", s.dir, "-f", filepath.Join(s.dir, "compose.yaml")), args...)...)
+	pre = append(pre, "--project-directory", s.dir, "-f", filepath.Join(s.dir, "compose.yaml"))
+	for _, f := range s.files {
+		pre = append(pre, "-f", filepath.Join(s.dir, f))
+	}
+	return s.run(5*time.Minute, bin, append(pre, args...)...)
 }
 
 func startStack(t *testing.T) (*stack, *kubernetes.Clientset, *rest.Config) {
@@ -223,6 +228,52 @@ func TestComposeStack(t *testing.T) {
 			s.waitReadyInstances(hc, cfg, "extensions", 2)
 		}
 		load.stopAndCheck(t, false)
+	})
+
+	t.Run("the real sample-apiserver behind two aggregator replicas", func(t *testing.T) {
+		scale := []string{"--scale", "core=3", "--scale", "extensions=2", "--scale", "aggregator=2"}
+		s.compose(append([]string{"up", "-d", "--no-recreate"}, scale...)...)
+		s.waitReadyInstances(hc, cfg, "aggregator", 2)
+		// Installed as its README says, run from a scratch image of a static build, reached
+		// through Docker's DNS under its Service's cluster name.
+		admin := filepath.Join(t.TempDir(), "admin.kubeconfig") // the stack's, at its port
+		kc, err := clientcmd.LoadFromFile(filepath.Join(s.dir, "admin.kubeconfig"))
+		require.NoError(t, err)
+		for _, c := range kc.Clusters {
+			c.Server = cfg.Host
+		}
+		require.NoError(t, clientcmd.WriteToFile(*kc, admin))
+		wardle := t.TempDir()
+		caBundle := installSample(t, wardle, "https://gateway:6443", cfg.CAData, admin)
+		require.NoError(t, os.Chmod(wardle, 0o755))
+		s.run(time.Minute, "cp", binary("sample-apiserver"), filepath.Join(s.dir, "bin", "sample-apiserver"))
+		s.env = append(s.env, "WARDLE_DIR="+wardle)
+		s.files = []string{"compose.wardle.yaml"}
+		s.compose("build", "wardle")
+		s.compose(append(append([]string{"up", "-d", "--no-recreate"}, scale...), "wardle")...)
+		registration := filepath.Join(wardle, "registration.yaml")
+		writeFile(t, registration, "apiVersion: v1\nkind: Service\nmetadata: {name: api, namespace: wardle}\nspec: {ports: [{name: https, port: 443}]}\n"+
+			(&sampleServer{caBundle: caBundle}).apiServices(443))
+		s.kubectl("apply", "-f", registration)
+		require.Eventually(t, func() bool {
+			out, err := kubectl(t, admin, "get", "apiservice", "v1alpha1.wardle.example.com", "-o",
+				`jsonpath={.status.conditions[?(@.type=="Available")].status}`)
+			return err == nil && out == "True"
+		}, 3*time.Minute, time.Second, "the APIService becomes available")
+		flunder := filepath.Join(wardle, "flunder.yaml")
+		writeFile(t, flunder, "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata: {name: f1, namespace: compose}\n")
+		eventuallyKubectl(t, admin, "flunder.wardle.example.com/f1 created", "create", "-f", flunder)
+
+		// Each replica serves it alone while the other is stopped.
+		for _, id := range s.containers("aggregator") {
+			s.run(2*time.Minute, "docker", "stop", "-t", "30", id)
+			s.waitReadyInstances(hc, cfg, "aggregator", 1)
+			for i := 0; i < 10; i++ {
+				assert.Contains(t, s.kubectl("get", "flunders", "-n", "compose", "-o", "name"), "flunder.wardle.example.com/f1")
+			}
+			s.run(time.Minute, "docker", "start", id)
+			s.waitReadyInstances(hc, cfg, "aggregator", 2)
+		}
 	})
 }
 

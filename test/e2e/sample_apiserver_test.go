@@ -25,8 +25,9 @@ import (
 )
 
 // The real k8s.io/sample-apiserver, at the k8s.io version the rest of apichain uses, built once
-// from the module proxy (go install with its own go.mod, so nothing of it is vendored here),
-// and its artifacts directory (the RBAC a user applies to install it).
+// from the module proxy (go install with its own go.mod, so nothing of it is vendored here;
+// static, so the compose test can run it on a scratch image too), and its artifacts directory
+// (the RBAC a user applies to install it).
 var sampleBuild struct {
 	once      sync.Once
 	artifacts string
@@ -42,7 +43,7 @@ func buildSampleAPIServer(t *testing.T) string {
 			return
 		}
 		module := "k8s.io/sample-apiserver@" + version
-		env := append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOBIN="+bin)
+		env := append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "CGO_ENABLED=0", "GOBIN="+bin)
 		install := exec.Command("go", "install", module)
 		install.Dir, install.Env = os.TempDir(), env
 		if out, err := install.CombinedOutput(); err != nil {
@@ -108,8 +109,26 @@ subjects: [{kind: ServiceAccount, name: apiserver, namespace: wardle}]
 // server (whose CA is caFile), as the admin of adminKubeconfig; it is not registered yet.
 func startSampleAPIServer(t *testing.T, server, caFile, adminKubeconfig string) *sampleServer {
 	t.Helper()
-	artifacts := buildSampleAPIServer(t)
+	caPEM, err := os.ReadFile(caFile)
+	require.NoError(t, err)
 	dir := t.TempDir()
+	etcd, err := embedded.StartEtcd(t.TempDir(), freePort(t), freePort(t))
+	require.NoError(t, err)
+	t.Cleanup(etcd.Stop)
+	s := &sampleServer{t: t, port: freePort(t), caBundle: installSample(t, dir, server, caPEM, adminKubeconfig), audit: filepath.Join(dir, "audit.log")}
+	s.args = append(sampleArgs(dir), "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(s.port), "--etcd-servers", etcd.Endpoints()[0],
+		"--audit-policy-file", filepath.Join(dir, "audit-policy.yaml"), "--audit-log-path", s.audit)
+	s.start()
+	return s
+}
+
+// installSample installs the sample-apiserver's RBAC through adminKubeconfig (its artifacts,
+// and sampleExtraRBAC) and writes into dir what it runs with: a kubeconfig for server (trusting
+// caPEM) with its service account's token, a serving certificate for api.wardle.svc from a CA
+// of its own, and an audit policy that records every request. It returns that CA, base64.
+func installSample(t *testing.T, dir, server string, caPEM []byte, adminKubeconfig string) string {
+	t.Helper()
+	artifacts := buildSampleAPIServer(t)
 	extra := filepath.Join(dir, "extra-rbac.yaml")
 	writeFile(t, extra, sampleExtraRBAC)
 	args := []string{"apply"}
@@ -120,34 +139,29 @@ func startSampleAPIServer(t *testing.T, server, caFile, adminKubeconfig string) 
 	require.NoError(t, err, out)
 	token, err := kubectl(t, adminKubeconfig, "create", "token", "apiserver", "-n", "wardle", "--duration=2h")
 	require.NoError(t, err, token)
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	writeFile(t, kubeconfig, fmt.Sprintf(`apiVersion: v1
+	writeFile(t, filepath.Join(dir, "kubeconfig"), fmt.Sprintf(`apiVersion: v1
 kind: Config
-clusters: [{name: c, cluster: {server: %q, certificate-authority: %q}}]
+clusters: [{name: c, cluster: {server: %q, certificate-authority-data: %s}}]
 users: [{name: apiserver, user: {token: %q}}]
 contexts: [{name: c, context: {cluster: c, user: apiserver}}]
 current-context: c
-`, server, caFile, strings.TrimSpace(token)))
-
+`, server, base64.StdEncoding.EncodeToString(caPEM), strings.TrimSpace(token)))
 	ca, err := certs.NewCA("wardle-ca", 2*time.Hour)
 	require.NoError(t, err)
 	certPEM, keyPEM, err := ca.IssueServing("api", []string{"api.wardle.svc"}, 2*time.Hour)
 	require.NoError(t, err)
-	certFile, keyFile, policy := filepath.Join(dir, "serving.crt"), filepath.Join(dir, "serving.key"), filepath.Join(dir, "audit-policy.yaml")
-	writeFile(t, certFile, string(certPEM))
-	writeFile(t, keyFile, string(keyPEM))
-	writeFile(t, policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Metadata}]\n")
+	writeFile(t, filepath.Join(dir, "serving.crt"), string(certPEM))
+	writeFile(t, filepath.Join(dir, "serving.key"), string(keyPEM))
+	writeFile(t, filepath.Join(dir, "audit-policy.yaml"), "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Metadata}]\n")
+	return base64.StdEncoding.EncodeToString(ca.CertPEM)
+}
 
-	etcd, err := embedded.StartEtcd(t.TempDir(), freePort(t), freePort(t))
-	require.NoError(t, err)
-	t.Cleanup(etcd.Stop)
-	s := &sampleServer{t: t, port: freePort(t), caBundle: base64.StdEncoding.EncodeToString(ca.CertPEM), audit: filepath.Join(dir, "audit.log")}
-	s.args = []string{"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(s.port),
-		"--etcd-servers", etcd.Endpoints()[0], "--tls-cert-file", certFile, "--tls-private-key-file", keyFile,
-		"--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
-		"--audit-policy-file", policy, "--audit-log-path", s.audit}
-	s.start()
-	return s
+// sampleArgs are the server's flags for what installSample wrote into dir (seen there as
+// mounted, in a container).
+func sampleArgs(dir string) []string {
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	return []string{"--tls-cert-file", filepath.Join(dir, "serving.crt"), "--tls-private-key-file", filepath.Join(dir, "serving.key"),
+		"--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig}
 }
 
 // start runs the server and waits until it is ready (its informers on the API server synced).
@@ -168,21 +182,10 @@ func (s *sampleServer) start() {
 }
 
 // registration is what registers the server with an API server: a headless Service in wardle
-// whose EndpointSlice names the server by an FQDN under localhost (an IP endpoint may not be
-// loopback), and APIServices for both versions it serves, trusting its CA.
+// whose EndpointSlice leads to it on loopback, and APIServices for both versions it serves,
+// trusting its CA.
 func (s *sampleServer) registration() string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Service
-metadata: {name: api, namespace: wardle}
-spec: {clusterIP: None, ports: [{name: https, port: 443, targetPort: %[1]d}]}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: api-1, namespace: wardle, labels: {kubernetes.io/service-name: api}}
-addressType: FQDN
-endpoints: [{addresses: [wardle.localhost]}]
-ports: [{name: https, port: %[1]d}]
-`, s.port) + s.apiServices(443)
+	return loopbackService("wardle", "api", s.port, true) + s.apiServices(443)
 }
 
 // externalNameRegistration registers the server through an ExternalName Service naming
