@@ -44,7 +44,7 @@ func TestSync(t *testing.T) {
 	pod := corev1.SchemeGroupVersion.WithKind("Pod")
 	md := metadatafake.NewSimpleMetadataClient(scheme,
 		objectMeta(pod, "gone", "held", "example.com/hold"), objectMeta(flunder, "gone", "f1"), objectMeta(flunder, "kept", "f2"))
-	c := &Controller{client: client, discovery: client.Discovery(), metadata: md, complete: func() bool { return true }, log: slog.New(slog.DiscardHandler)}
+	c := &Controller{namespaces: client.CoreV1().Namespaces(), discovery: client.Discovery(), metadata: md, complete: func() bool { return true }, log: slog.New(slog.DiscardHandler)}
 	ctx := context.Background()
 	flunders := flunder.GroupVersion().WithResource("flunders")
 	pods := corev1.SchemeGroupVersion.WithResource("pods")
