@@ -187,6 +187,9 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	}
 	if updateConditions(&ns.Status, conditions, time.Now()) {
 		if ns, err = c.namespaces.UpdateStatus(ctx, ns, metav1.UpdateOptions{}); err != nil {
+			if apierrors.IsConflict(err) { // another gateway's controller wrote it: the next pass sees it
+				return nil
+			}
 			return err
 		}
 	}
