@@ -39,7 +39,7 @@ type Controller struct {
 	core       rest.Interface // for the informer's list and watch
 	namespaces corev1client.NamespaceInterface
 	discovery  discovery.DiscoveryInterface
-	metadata  metadata.Interface
+	metadata   metadata.Interface
 	// complete says whether every link of the chain has a ready instance: without one, its
 	// groups are missing from discovery and nothing is finalized.
 	complete func() bool
