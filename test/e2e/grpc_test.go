@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"net/url"
 	"testing"
 	"time"
 
+	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/rpcstatus"
@@ -56,7 +59,8 @@ func TestGRPCOnGatewayPort(t *testing.T) {
 	for _, s := range rr.GetListServicesResponse().GetService() {
 		services = append(services, s.GetName())
 	}
-	assert.Subset(t, services, []string{"apichain.resource.v1.ResourceService", "apichain.lifecycle.v1.LifecycleService", "grpc.health.v1.Health"})
+	assert.Subset(t, services, []string{"apichain.resource.v1.ResourceService", "apichain.discovery.v1.DiscoveryService",
+		"apichain.lifecycle.v1.LifecycleService", "grpc.health.v1.Health"})
 	require.NoError(t, refl.CloseSend())
 
 	states, err := lifecyclev1.NewLifecycleServiceClient(conn).ListInstanceStates(ctx, &lifecyclev1.ListInstanceStatesRequest{})
@@ -76,6 +80,37 @@ func TestGRPCOnGatewayPort(t *testing.T) {
 	kube := rpcstatus.ToKube(err)
 	assert.EqualValues(t, 404, kube.Code)
 	assert.Equal(t, "NotFound", string(kube.Reason))
+
+	// Discovery for the whole chain, as REST answers it: merged /apis, a group/version of any
+	// backend, aggregated discovery, OpenAPI.
+	disco := discoveryv1.NewDiscoveryServiceClient(conn)
+	for _, d := range []struct{ path, accept string }{
+		{"/apis", "application/json"},
+		{"/apis", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"},
+		{"/api/v1", "application/json"},
+		{"/apis/apiextensions.k8s.io/v1", "application/json"},
+		{"/apis/apiregistration.k8s.io/v1", "application/json"},
+		{"/openapi/v3/apis/apps/v1", "application/json"},
+	} {
+		doc, err := disco.GetDocument(ctx, &discoveryv1.GetDocumentRequest{Path: d.path, Accept: d.accept})
+		require.NoError(t, err, d.path)
+		req, err := http.NewRequest(http.MethodGet, c.base+d.path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Accept", d.accept)
+		resp, err := c.http.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, resp.Header.Get("Content-Type"), doc.GetContentType(), d.path)
+		assert.JSONEq(t, string(body), string(doc.GetData()), d.path)
+	}
+	_, err = disco.GetDocument(ctx, &discoveryv1.GetDocumentRequest{Path: "/apis/no.such.group/v1"})
+	assert.Equal(t, codes.NotFound, status.Code(err), "%v", err)
+	assert.EqualValues(t, 404, rpcstatus.ToKube(err).Code)
+	_, err = disco.GetDocument(ctx, &discoveryv1.GetDocumentRequest{Path: "/api/v1/namespaces"})
+	assert.Equal(t, codes.NotFound, status.Code(err), "a resource is not a document: %v", err)
+	_, err = disco.GetDocument(ctx, &discoveryv1.GetDocumentRequest{Path: "/healthz"})
+	assert.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
 
 	// Without a client certificate the gRPC call is system:anonymous, whom RBAC denies, as it
 	// would an HTTP request.

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/certs"
@@ -300,6 +301,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	}
 	g.authorizer = authorizer
 	g.rest, g.documents = proxy.NewREST(g.router, g.opts.AuthorizationModes), discovery.NewDocuments(g.router)
+	discoveryv1.RegisterDiscoveryServiceServer(g.grpc, discovery.NewGRPC(g.documents)) // the whole chain's, merged as over REST
 	g.aggregated = proxy.NewAggregated(g.router, g.opts.AuthorizationModes)
 	g.reviews = &reviews.Handler{Tokens: bearer, APIAudiences: auds, Authorizer: g.authorizer}
 	if err := g.setUpAudit(); err != nil {
