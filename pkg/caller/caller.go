@@ -23,7 +23,7 @@ const MetadataKey = "apichain-caller-bin"
 // ForRequest is the caller of a request the gateway's filters identified: its user and
 // audit ID.
 func ForRequest(ctx context.Context) *resourcev1.Caller {
-	c := &resourcev1.Caller{AuditId: audit.IDFrom(ctx)}
+	c := &resourcev1.Caller{AuditId: audit.IDFrom(ctx), UserAgent: UserAgent(ctx)}
 	if u, ok := user.From(ctx); ok {
 		c.Name, c.Uid, c.Groups = u.Name, u.UID, u.Groups
 		for k, v := range u.Extra {
@@ -100,6 +100,9 @@ func Incoming(ctx context.Context) (context.Context, error) {
 	if modes := c.GetAuthorizationModes(); len(modes) > 0 {
 		ctx = context.WithValue(ctx, modesKey{}, modes)
 	}
+	if ua := c.GetUserAgent(); ua != "" {
+		ctx = WithUserAgent(ctx, ua)
+	}
 	if c.GetName() == "" {
 		return ctx, nil
 	}
@@ -119,4 +122,18 @@ type modesKey struct{}
 func AuthorizationModes(ctx context.Context) []string {
 	modes, _ := ctx.Value(modesKey{}).([]string)
 	return modes
+}
+
+type userAgentKey struct{}
+
+// WithUserAgent returns ctx with the client's User-Agent (the gateway's filters put it there;
+// backends get it from the Caller).
+func WithUserAgent(ctx context.Context, ua string) context.Context {
+	return context.WithValue(ctx, userAgentKey{}, ua)
+}
+
+// UserAgent is the client's User-Agent the request came with, "" if unknown.
+func UserAgent(ctx context.Context) string {
+	ua, _ := ctx.Value(userAgentKey{}).(string)
+	return ua
 }

@@ -2,11 +2,13 @@ package registry
 
 import (
 	"context"
-
 	"fmt"
-	"github.com/apichain/apichain/pkg/openapi"
+	"strings"
 	"sync"
+	"unicode"
 
+	"github.com/apichain/apichain/pkg/caller"
+	"github.com/apichain/apichain/pkg/openapi"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 )
@@ -85,6 +87,27 @@ func (f *fieldManagers) track(r *Resource, subresource string, live, next runtim
 }
 
 type managerKey struct{}
+
+// managerOrUserAgent is kube's field manager of a write that is not an apply: the one it
+// names, else its client's User-Agent up to the first "/" (printable characters, at most 128:
+// "kubectl", "curl", "grpc-go").
+func managerOrUserAgent(ctx context.Context, manager string) string {
+	if manager != "" {
+		return manager
+	}
+	prefix, _, _ := strings.Cut(caller.UserAgent(ctx), "/")
+	var b strings.Builder
+	for _, r := range prefix {
+		if !unicode.IsPrint(r) {
+			continue
+		}
+		if b.Len() >= 128 {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
 
 // withManager names the field manager of a write, for managedFields.
 // WithFieldManager names the field manager of the Client writes made with ctx (an in-process

@@ -98,7 +98,7 @@ func (h *Handler) Create(ctx context.Context, req *resourcev1.CreateRequest) (*r
 	if err := h.decodeBody(ctx, r, req.GetBody(), req.GetOptions(), obj); err != nil {
 		return nil, toGRPC(err)
 	}
-	ctx = withManager(ctx, req.GetOptions().GetFieldManager())
+	ctx = withManager(ctx, managerOrUserAgent(ctx, req.GetOptions().GetFieldManager()))
 	created, err := h.create(ctx, r, req.GetRef().GetNamespace(), obj, isDryRun(req.GetOptions().GetDryRun()))
 	if err != nil {
 		return nil, toGRPC(err)
@@ -245,7 +245,7 @@ func (h *Handler) Update(ctx context.Context, req *resourcev1.UpdateRequest) (*r
 			return nil, toGRPC(err)
 		}
 	}
-	ctx = withManager(ctx, req.GetOptions().GetFieldManager())
+	ctx = withManager(ctx, managerOrUserAgent(ctx, req.GetOptions().GetFieldManager()))
 	out, err := h.update(ctx, r, req.GetRef(), isDryRun(req.GetOptions().GetDryRun()), func(current runtime.Object) (runtime.Object, error) {
 		// A copy per attempt: merge and update set metadata on what this returns, and a
 		// retried unconditional update must not see the last attempt's resourceVersion.
@@ -491,7 +491,7 @@ func (h *Handler) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*res
 	default:
 		return nil, toGRPC(unsupportedMediaType(jsonPatchType, mergePatchType, strategicPatchType, applyPatchType))
 	}
-	ctx = withManager(ctx, req.GetOptions().GetFieldManager())
+	ctx = withManager(ctx, managerOrUserAgent(ctx, req.GetOptions().GetFieldManager()))
 	patch := req.GetBody().GetData()
 	if len(patch) == 0 {
 		return nil, toGRPC(apierrors.NewBadRequest("the body of the request is empty"))

@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +25,9 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-func grpcConn(t *testing.T, c *client, withCert bool) *grpc.ClientConn {
+// grpcTLS is the TLS of a gRPC client of the gateway: its CA, and the admin's certificate
+// withCert.
+func grpcTLS(t *testing.T, c *client, withCert bool) *tls.Config {
 	t.Helper()
 	cfg := &rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: c.config.CAData}}
 	if withCert {
@@ -31,9 +35,14 @@ func grpcConn(t *testing.T, c *client, withCert bool) *grpc.ClientConn {
 	}
 	tlsCfg, err := rest.TLSConfigFor(cfg)
 	require.NoError(t, err)
+	return tlsCfg
+}
+
+func grpcConn(t *testing.T, c *client, withCert bool) *grpc.ClientConn {
+	t.Helper()
 	u, err := url.Parse(c.base)
 	require.NoError(t, err)
-	conn, err := grpc.NewClient(u.Host, grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)))
+	conn, err := grpc.NewClient(u.Host, grpc.WithTransportCredentials(credentials.NewTLS(grpcTLS(t, c, withCert))))
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
 	return conn
@@ -111,6 +120,31 @@ func TestGRPCOnGatewayPort(t *testing.T) {
 	assert.Equal(t, codes.NotFound, status.Code(err), "a resource is not a document: %v", err)
 	_, err = disco.GetDocument(ctx, &discoveryv1.GetDocumentRequest{Path: "/healthz"})
 	assert.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+
+	// A write names no field manager: kube's default, the client's User-Agent up to the "/"
+	// (a REST client's the same way).
+	named, err := grpc.NewClient(strings.TrimPrefix(c.base, "https://"), grpc.WithTransportCredentials(credentials.NewTLS(grpcTLS(t, c, true))),
+		grpc.WithUserAgent("apichain-e2e/1.0"))
+	require.NoError(t, err)
+	defer named.Close()
+	_, err = resourcev1.NewResourceServiceClient(named).Create(ctx, &resourcev1.CreateRequest{
+		Ref:  &resourcev1.ResourceRef{Version: "v1", Resource: "configmaps", Namespace: "default"},
+		Body: &resourcev1.Body{ContentType: "application/json", Data: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"by-grpc"},"data":{"a":"b"}}`)},
+	})
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, c.base+"/api/v1/namespaces/default/configmaps", strings.NewReader(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"by-rest"},"data":{"a":"b"}}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "some-tool/2.0 (linux)")
+	resp, err := c.http.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	for name, manager := range map[string]string{"by-grpc": "apichain-e2e", "by-rest": "some-tool"} {
+		code, body, _ := c.get("/api/v1/namespaces/default/configmaps/" + name)
+		require.Equal(t, http.StatusOK, code, body)
+		assert.Contains(t, body, `"managedFields":[{"manager":"`+manager+`","operation":"Update"`, name)
+	}
 
 	// Without a client certificate the gRPC call is system:anonymous, whom RBAC denies, as it
 	// would an HTTP request.

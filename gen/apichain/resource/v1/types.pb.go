@@ -418,8 +418,11 @@ type Caller struct {
 	// authorization_modes are the gateway's --authorization-mode, in order: a backend that
 	// authorizes part of a write itself (RBAC escalation prevention) asks the same chain.
 	AuthorizationModes []string `protobuf:"bytes,6,rep,name=authorization_modes,json=authorizationModes,proto3" json:"authorization_modes,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// user_agent is the client's User-Agent (a gRPC client's too): a write without a
+	// fieldManager is tracked in managedFields under its prefix, as kube does.
+	UserAgent     string `protobuf:"bytes,7,opt,name=user_agent,json=userAgent,proto3" json:"user_agent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Caller) Reset() {
@@ -492,6 +495,13 @@ func (x *Caller) GetAuthorizationModes() []string {
 		return x.AuthorizationModes
 	}
 	return nil
+}
+
+func (x *Caller) GetUserAgent() string {
+	if x != nil {
+		return x.UserAgent
+	}
+	return ""
 }
 
 // ExtraValues are the values of one user-info extra key.
@@ -624,14 +634,16 @@ const file_apichain_resource_v1_types_proto_rawDesc = "" +
 	"\rDeleteOptions\x12\x17\n" +
 	"\adry_run\x18\x01 \x03(\tR\x06dryRun\x120\n" +
 	"\x14grace_period_seconds\x18\x02 \x01(\x03R\x12gracePeriodSeconds\x12-\n" +
-	"\x12propagation_policy\x18\x03 \x01(\tR\x11propagationPolicy\"\xae\x02\n" +
+	"\x12propagation_policy\x18\x03 \x01(\tR\x11propagationPolicy\"\xcd\x02\n" +
 	"\x06Caller\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\tR\x03uid\x12\x16\n" +
 	"\x06groups\x18\x03 \x03(\tR\x06groups\x12=\n" +
 	"\x05extra\x18\x04 \x03(\v2'.apichain.resource.v1.Caller.ExtraEntryR\x05extra\x12\x19\n" +
 	"\baudit_id\x18\x05 \x01(\tR\aauditId\x12/\n" +
-	"\x13authorization_modes\x18\x06 \x03(\tR\x12authorizationModes\x1a[\n" +
+	"\x13authorization_modes\x18\x06 \x03(\tR\x12authorizationModes\x12\x1d\n" +
+	"\n" +
+	"user_agent\x18\a \x01(\tR\tuserAgent\x1a[\n" +
 	"\n" +
 	"ExtraEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x127\n" +
