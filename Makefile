@@ -55,7 +55,7 @@ bench:
 bench-startup:
 	go test -run '^$$' -bench StartupToReady -benchtime 20x ./test/e2e/
 
-tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-grpc-gateway $(BIN)/protoc-gen-openapiv2
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-grpc-gateway
 
 $(BIN)/buf:
 	GOBIN=$(BIN) go install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
@@ -65,8 +65,6 @@ $(BIN)/protoc-gen-go-grpc:
 	GOBIN=$(BIN) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 $(BIN)/protoc-gen-grpc-gateway:
 	GOBIN=$(BIN) go install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway@$(GRPC_GATEWAY_VERSION)
-$(BIN)/protoc-gen-openapiv2:
-	GOBIN=$(BIN) go install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2@$(GRPC_GATEWAY_VERSION)
 
 googleapis:
 	@dir=$$(cd / && GOWORK=off GOFLAGS=-mod=mod go mod download -json $(GOOGLEAPIS_MODULE) | sed -n 's/.*"Dir": "\(.*\)",/\1/p'); \
@@ -82,7 +80,7 @@ lint: tools googleapis
 generate: tools googleapis
 	buf format -w proto
 	buf lint
-	rm -rf gen/apichain gen/openapiv2
+	rm -rf gen/apichain
 	buf generate
 	cd pkg && go generate ./openapi
 
