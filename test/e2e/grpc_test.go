@@ -19,9 +19,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 )
 
@@ -147,7 +149,21 @@ func TestGRPCOnGatewayPort(t *testing.T) {
 	}
 
 	// Without a client certificate the gRPC call is system:anonymous, whom RBAC denies, as it
-	// would an HTTP request.
-	_, err = lifecyclev1.NewLifecycleServiceClient(grpcConn(t, c, false)).ListInstanceStates(ctx, &lifecyclev1.ListInstanceStatesRequest{})
+	// would an HTTP request: a gRPC status, with kube's Status in its details, not a
+	// transport error.
+	anonymous := grpcConn(t, c, false)
+	_, err = lifecyclev1.NewLifecycleServiceClient(anonymous).ListInstanceStates(ctx, &lifecyclev1.ListInstanceStatesRequest{})
 	assert.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
+	denied := rpcstatus.ToKube(err)
+	assert.EqualValues(t, 403, denied.Code)
+	assert.Equal(t, metav1.StatusReasonForbidden, denied.Reason)
+	assert.Contains(t, denied.Message, `User "system:anonymous" cannot`)
+	assert.NotContains(t, err.Error(), "unexpected HTTP status code")
+	// A token that is not one: UNAUTHENTICATED, kube's 401.
+	bad := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer not-a-token")
+	_, err = resourcev1.NewResourceServiceClient(anonymous).Get(bad, &resourcev1.GetRequest{
+		Ref: &resourcev1.ResourceRef{Version: "v1", Resource: "namespaces", Name: "default"}})
+	assert.Equal(t, codes.Unauthenticated, status.Code(err), "%v", err)
+	assert.EqualValues(t, 401, rpcstatus.ToKube(err).Code)
+	assert.Equal(t, metav1.StatusReasonUnauthorized, rpcstatus.ToKube(err).Reason)
 }

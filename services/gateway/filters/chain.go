@@ -61,5 +61,6 @@ func BuildHandlerChain(handler http.Handler, c ChainConfig) http.Handler {
 	h = WithRequestInfo(h, requestinfo.NewResolver())
 	h = WithPanicRecovery(h, c.Log)
 	h = WithAuditID(h)
+	h = WithGRPCStatus(h)
 	return h
 }
