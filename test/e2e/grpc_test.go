@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -166,4 +167,33 @@ func TestGRPCOnGatewayPort(t *testing.T) {
 	assert.Equal(t, codes.Unauthenticated, status.Code(err), "%v", err)
 	assert.EqualValues(t, 401, rpcstatus.ToKube(err).Code)
 	assert.Equal(t, metav1.StatusReasonUnauthorized, rpcstatus.ToKube(err).Reason)
+}
+
+// A gRPC watch whose backend dies ends with an error status the client can act on, not as if
+// the watch had finished.
+func TestGRPCWatchBackendDies(t *testing.T) {
+	c := startCluster(t)
+	conn := grpcConn(t, c.client, true)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w, err := resourcev1.NewResourceServiceClient(conn).Watch(ctx, &resourcev1.WatchRequest{
+		Ref: &resourcev1.ResourceRef{Version: "v1", Resource: "configmaps", Namespace: "default"}, SendInitialEvents: true, AllowWatchBookmarks: true,
+		Options: &resourcev1.ListOptions{ResourceVersionMatch: "NotOlderThan"}})
+	require.NoError(t, err)
+	for {
+		ev, err := w.Recv()
+		require.NoError(t, err)
+		if ev.GetType() == "BOOKMARK" { // the initial events are through: the watch is open
+			break
+		}
+	}
+	c.backends["core"].signal(syscall.SIGKILL)
+	for {
+		_, err = w.Recv()
+		if err != nil {
+			break
+		}
+	}
+	assert.NotErrorIs(t, err, io.EOF, "the watch must not look finished")
+	assert.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
 }

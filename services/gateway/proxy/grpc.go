@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"errors"
+	"io"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/caller"
@@ -110,8 +112,13 @@ func (p *GRPC) Watch(req *resourcev1.WatchRequest, out grpc.ServerStreamingServe
 	apf.WatchInitialized(out.Context()) // the watch is open: its priority-and-fairness seat is free
 	for {
 		ev, err := in.Recv()
-		if err != nil {
+		switch {
+		case errors.Is(err, io.EOF): // the backend ended the watch: the client watches again
 			return nil
+		case err != nil && out.Context().Err() != nil: // the client went away
+			return out.Context().Err()
+		case err != nil: // the backend failed mid-watch (it died, or says why): not a clean end
+			return err
 		}
 		if err := out.Send(ev); err != nil {
 			return err
