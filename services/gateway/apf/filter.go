@@ -37,7 +37,7 @@ func (c *Controller) Filter(next http.Handler, defaultWait time.Duration) http.H
 			return
 		}
 		watch := info.Verb == "watch"
-		if filters.IsLongRunning(r) && !watch {
+		if filters.IsLongRunning(r) && !watch || filters.IsGRPC(r) { // gRPC: the interceptors queue it
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -10,11 +10,12 @@ import (
 var longRunningSubresources = map[string]bool{"attach": true, "exec": true, "proxy": true, "log": true, "portforward": true}
 
 // IsLongRunning is kube's basic long-running check (watch, proxy and the streaming
-// subresources), plus every gRPC call on this port, unary ones included: those carry the
-// client's own deadline (grpc-timeout), and the gRPC server ends its streams at shutdown.
+// subresources), plus the streaming gRPC calls on this port (a watch, health's Watch,
+// reflection): the gRPC server ends those at shutdown. A unary gRPC call is not long-running:
+// it is limited, given a deadline and drained at shutdown as a REST request is.
 func IsLongRunning(r *http.Request) bool {
 	if IsGRPC(r) {
-		return true
+		return IsGRPCStream(r)
 	}
 	info, ok := requestinfo.From(r.Context())
 	if !ok {
@@ -24,6 +25,19 @@ func IsLongRunning(r *http.Request) bool {
 		return true
 	}
 	return info.IsResourceRequest && longRunningSubresources[info.Subresource]
+}
+
+// IsGRPCStream reports whether r calls one of the streaming gRPC methods the gateway serves.
+func IsGRPCStream(r *http.Request) bool {
+	_, method, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	return method == "Watch" || method == "ServerReflectionInfo"
+}
+
+// IsGRPCReadOnly reports whether r calls a gRPC method that only reads (Get, List, a
+// document, a health check), for the read-only in-flight limit.
+func IsGRPCReadOnly(r *http.Request) bool {
+	_, method, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	return strings.HasPrefix(method, "Get") || strings.HasPrefix(method, "List") || method == "Check" || method == "Watch"
 }
 
 // IsGRPC reports whether r is a gRPC call served on the HTTPS port.

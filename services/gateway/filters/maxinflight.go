@@ -25,7 +25,11 @@ func WithMaxInFlightLimit(next http.Handler, readOnly, mutating int) http.Handle
 			return
 		}
 		sem := mu
-		if info, ok := requestinfo.From(r.Context()); ok && (readOnlyVerbs[info.Verb] || !info.IsResourceRequest && (r.Method == http.MethodGet || r.Method == http.MethodHead)) {
+		if IsGRPC(r) {
+			if IsGRPCReadOnly(r) {
+				sem = ro
+			}
+		} else if info, ok := requestinfo.From(r.Context()); ok && (readOnlyVerbs[info.Verb] || !info.IsResourceRequest && (r.Method == http.MethodGet || r.Method == http.MethodHead)) {
 			sem = ro
 		}
 		if !sem.tryAcquire() {

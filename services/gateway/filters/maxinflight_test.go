@@ -168,7 +168,10 @@ func TestIsLongRunning(t *testing.T) {
 		{method: "GET", target: "/api/v1/nodes/n/proxy/metrics", want: true},
 		{method: "GET", target: "/logs/exec", want: false}, // non-resource: no subresource
 		{method: "GET", target: "/api/v1/namespaces/ns/pods?watch=true", noInfo: true, want: false},
-		{method: "POST", target: "/apichain.resource.v1.Resource/Watch", grpc: true, noInfo: true, want: true},
+		{method: "POST", target: "/apichain.resource.v1.ResourceService/Watch", grpc: true, noInfo: true, want: true},
+		{method: "POST", target: "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", grpc: true, want: true},
+		{method: "POST", target: "/apichain.resource.v1.ResourceService/Get", grpc: true, want: false},
+		{method: "POST", target: "/apichain.resource.v1.ResourceService/Create", grpc: true, want: false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.method+" "+tc.target, func(t *testing.T) {

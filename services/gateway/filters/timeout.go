@@ -17,7 +17,9 @@ import (
 // goroutine so panic recovery still sees it.
 func WithTimeout(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := r.Context().Deadline(); !ok || IsLongRunning(r) {
+		// A gRPC call is left to the gRPC server, which ends it at its deadline with
+		// DEADLINE_EXCEEDED (a buffered answer would also lose its trailers).
+		if _, ok := r.Context().Deadline(); !ok || IsLongRunning(r) || IsGRPC(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
