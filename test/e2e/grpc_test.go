@@ -3,9 +3,11 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -196,4 +198,49 @@ func TestGRPCWatchBackendDies(t *testing.T) {
 	}
 	assert.NotErrorIs(t, err, io.EOF, "the watch must not look finished")
 	assert.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+}
+
+// A unary gRPC call in flight when the gateway is told to stop is drained, as a REST request
+// is: here a create held 4 s by a webhook that does not answer (failurePolicy Ignore).
+func TestGRPCUnaryDrainedAtShutdown(t *testing.T) {
+	hooks := startWebhookServer(t)
+	c, p := startAllInOne(t, "--shutdown-delay-duration", "1s")
+	admin := kc{t: t, kubeconfig: filepath.Join(c.dataDir(), "admin.kubeconfig")}
+	config := filepath.Join(t.TempDir(), "slow.yaml")
+	writeFile(t, config, "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: slow}\nwebhooks:\n"+
+		webhookYAML("slow.example.com", hooks.url+"/slow", hooks.caBundle,
+			`[{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]`,
+			"timeoutSeconds: 4", "failurePolicy: Ignore", `objectSelector: {matchLabels: {slow: "yes"}}`))
+	admin.run("apply", "-f", config)
+	// The configuration is in effect once a labelled create reaches the webhook.
+	probes := 0
+	require.Eventually(t, func() bool {
+		probes++
+		body := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"probe-%d","labels":{"slow":"yes"}}}`, probes)
+		resp, err := c.http.Post(c.base+"/api/v1/namespaces/default/configmaps", "application/json", strings.NewReader(body))
+		if err == nil {
+			resp.Body.Close()
+		}
+		return len(hooks.received("/slow")) > 0
+	}, 30*time.Second, 100*time.Millisecond)
+	seen := len(hooks.received("/slow"))
+	conn := grpcConn(t, c, true)
+	done := make(chan error, 1)
+	go func() {
+		_, err := resourcev1.NewResourceServiceClient(conn).Create(context.Background(), &resourcev1.CreateRequest{
+			Ref:  &resourcev1.ResourceRef{Version: "v1", Resource: "configmaps", Namespace: "default"},
+			Body: &resourcev1.Body{ContentType: "application/json", Data: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"drained","labels":{"slow":"yes"}}}`)},
+		})
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return len(hooks.received("/slow")) > seen }, 20*time.Second, 20*time.Millisecond,
+		"the create reaches the webhook")
+	p.signal(sigterm)
+	select {
+	case err := <-done:
+		assert.NoError(t, err, "the call in flight completes")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call in flight never ended")
+	}
+	assert.Equal(t, 0, p.wait(30*time.Second))
 }
