@@ -18,7 +18,7 @@ import (
 )
 
 // FetchDocument reads a JSON document from a remote APIService's server; with an etag, a
-// server that still has it answers notModified.
+// server that still has it answers no data (and no error).
 type FetchDocument func(ctx context.Context, a *apiregistration.APIService, path, etag string) ([]byte, string, error)
 
 // remoteSpec is what was read last of one remote APIService's OpenAPI.
@@ -27,6 +27,7 @@ type remoteSpec struct {
 	v3     []byte
 	v2     []byte
 	v2ETag string
+	v2Hash string // v2's, so the same document served for several APIServices is merged once
 }
 
 // RunRemoteOpenAPI keeps the OpenAPI documents of the remote APIServices, as kube's aggregator
@@ -37,7 +38,7 @@ type remoteSpec struct {
 // that is not available, or whose server does not answer, keeps what was read last until it
 // is deleted. set gets the documents whenever they change; v2 documents come in kube's order
 // of APIService priority, the same document once.
-func RunRemoteOpenAPI(ctx context.Context, c *registry.Client, fetch FetchDocument, notModified error,
+func RunRemoteOpenAPI(ctx context.Context, c *registry.Client, fetch FetchDocument,
 	set func(v3 map[schema.GroupVersion][]byte, v2 [][]byte) error, log *slog.Logger, resync time.Duration) {
 	r, _ := c.Lookup(apiregistration.SchemeGroupVersion.WithResource("apiservices"))
 	specs := map[string]*remoteSpec{}
@@ -65,7 +66,7 @@ func RunRemoteOpenAPI(ctx context.Context, c *registry.Client, fetch FetchDocume
 			if cond := a.Status.AvailableCondition(); cond == nil || cond.Status != apiregistration.ConditionTrue {
 				continue
 			}
-			if err := s.refresh(ctx, a, fetch, notModified); err != nil && ctx.Err() == nil {
+			if err := s.refresh(ctx, a, fetch); err != nil && ctx.Err() == nil {
 				log.Warn("OpenAPI of an APIService", "apiservice", a.Name, "err", err)
 			}
 		}
@@ -84,10 +85,10 @@ func RunRemoteOpenAPI(ctx context.Context, c *registry.Client, fetch FetchDocume
 				v3[schema.GroupVersion{Group: a.Spec.Group, Version: a.Spec.Version}] = s.v3
 				key.WriteString(a.Name + "=" + s.v3URL + ";")
 			}
-			if h := openapi.Hash(s.v2); s.v2 != nil && !seen[h] {
-				seen[h] = true
+			if s.v2 != nil && !seen[s.v2Hash] {
+				seen[s.v2Hash] = true
 				v2 = append(v2, s.v2)
-				key.WriteString(h + ";")
+				key.WriteString(s.v2Hash + ";")
 			}
 		}
 		if key.String() == lastKey {
@@ -102,7 +103,7 @@ func RunRemoteOpenAPI(ctx context.Context, c *registry.Client, fetch FetchDocume
 }
 
 // refresh reads again what changed of a's documents.
-func (s *remoteSpec) refresh(ctx context.Context, a *apiregistration.APIService, fetch FetchDocument, notModified error) error {
+func (s *remoteSpec) refresh(ctx context.Context, a *apiregistration.APIService, fetch FetchDocument) error {
 	var errs []error
 	index, _, err := fetch(ctx, a, "/openapi/v3", "")
 	switch {
@@ -138,17 +139,17 @@ func (s *remoteSpec) refresh(ctx context.Context, a *apiregistration.APIService,
 	}
 	doc, etag, err := fetch(ctx, a, "/openapi/v2", s.v2ETag)
 	switch {
-	case errors.Is(err, notModified):
 	case apierrors.IsNotFound(err):
-		s.v2, s.v2ETag = nil, ""
+		s.v2, s.v2ETag, s.v2Hash = nil, "", ""
 	case err != nil:
 		errs = append(errs, err)
+	case doc == nil: // not modified
 	default:
 		if err := json.Unmarshal(doc, &spec.Swagger{}); err != nil {
 			errs = append(errs, err)
 			break
 		}
-		s.v2, s.v2ETag = doc, etag
+		s.v2, s.v2ETag, s.v2Hash = doc, etag, openapi.Hash(doc)
 	}
 	return errors.Join(errs...)
 }

@@ -135,7 +135,7 @@ func serveProxy(b *backend.Backend, apiservices, others *registry.Client) error 
 	// apiservice-openapi-controller and apiservice-openapiv3-controller do (one controller here).
 	if err := b.Server.AddPostStartHook("apiservice-openapi-controller", func(ctx context.Context) error {
 		set := func(v3 map[schema.GroupVersion][]byte, v2 [][]byte) error { return b.SetCustomOpenAPI(v3, nil, v2) }
-		go apiservice.RunRemoteOpenAPI(ctx, apiservices, server.Document, proxy.ErrNotModified, set, b.Log, time.Minute)
+		go apiservice.RunRemoteOpenAPI(ctx, apiservices, server.Document, set, b.Log, time.Minute)
 		return nil
 	}); err != nil {
 		return err

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -164,14 +163,10 @@ func (s *Server) Resources(ctx context.Context, a *apiregistration.APIService) (
 	return list, nil
 }
 
-// ErrNotModified is Document's answer when the server still has the document of the ETag it
-// was given.
-var ErrNotModified = errors.New("not modified")
-
 // Document reads a JSON document (discovery, OpenAPI) from a's server, as the aggregator reads
 // them: as system:kube-aggregator, within 5 s, at most 32 MiB. With an etag, a server that has
-// that document still answers ErrNotModified; the ETag of what it answered is returned. A
-// status other than 200 is an error naming it (apierrors' for 404).
+// that document still answers no data and no error; the ETag of what it answered is returned.
+// A status other than 200 or 304 is an error naming it (apierrors' for 404).
 func (s *Server) Document(ctx context.Context, a *apiregistration.APIService, path, etag string) ([]byte, string, error) {
 	transport, err := s.transport(a)
 	if err != nil {
@@ -200,7 +195,7 @@ func (s *Server) Document(ctx context.Context, a *apiregistration.APIService, pa
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusNotModified:
-		return nil, etag, ErrNotModified
+		return nil, etag, nil
 	case http.StatusNotFound:
 		return nil, "", apierrors.NewNotFound(schema.GroupResource{}, path)
 	default:
