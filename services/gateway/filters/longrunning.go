@@ -33,11 +33,11 @@ func IsGRPCStream(r *http.Request) bool {
 	return method == "Watch" || method == "ServerReflectionInfo"
 }
 
-// IsGRPCReadOnly reports whether r calls a gRPC method that only reads (Get, List, a
+// IsGRPCReadOnly reports whether r calls a unary gRPC method that only reads (Get, List, a
 // document, a health check), for the read-only in-flight limit.
 func IsGRPCReadOnly(r *http.Request) bool {
 	_, method, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
-	return strings.HasPrefix(method, "Get") || strings.HasPrefix(method, "List") || method == "Check" || method == "Watch"
+	return strings.HasPrefix(method, "Get") || strings.HasPrefix(method, "List") || method == "Check"
 }
 
 // IsGRPC reports whether r is a gRPC call served on the HTTPS port.
