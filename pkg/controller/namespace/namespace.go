@@ -83,12 +83,13 @@ func (c *Controller) Run(ctx context.Context, resync time.Duration) {
 	t := time.NewTicker(resync)
 	defer t.Stop()
 	for {
+		var found discovered // once per pass, however many namespaces wait
 		for _, o := range informer.GetStore().List() {
 			ns := o.(*corev1.Namespace)
 			if ns.DeletionTimestamp == nil || !slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
 				continue
 			}
-			if err := c.sync(ctx, ns.Name); err != nil && ctx.Err() == nil && !errors.Is(err, errRemaining) {
+			if err := c.sync(ctx, ns.Name, &found); err != nil && ctx.Err() == nil && !errors.Is(err, errRemaining) {
 				c.log.Warn("namespace deletion", "namespace", ns.Name, "err", err)
 			}
 		}
@@ -104,8 +105,24 @@ func (c *Controller) Run(ctx context.Context, resync time.Duration) {
 // errRemaining: content remains, the namespace waits.
 var errRemaining = errors.New("content remains")
 
-// sync deletes what is in the namespace and finalizes it once nothing is.
-func (c *Controller) sync(ctx context.Context, name string) error {
+// discovered is what discovery listed in one pass, asked for at most once.
+type discovered struct {
+	asked bool
+	lists []*metav1.APIResourceList
+	err   error
+}
+
+func (c *Controller) discover(d *discovered) ([]*metav1.APIResourceList, error) {
+	if !d.asked {
+		d.asked = true
+		d.lists, d.err = discovery.ServerPreferredNamespacedResources(c.discovery)
+	}
+	return d.lists, d.err
+}
+
+// sync deletes what is in the namespace and finalizes it once nothing is; found is this
+// pass's discovery.
+func (c *Controller) sync(ctx context.Context, name string, found *discovered) error {
 	ns, err := c.namespaces.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -120,7 +137,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		return errors.New("the delegation chain is incomplete: waiting for every service")
 	}
 	conditions := map[corev1.NamespaceConditionType]corev1.NamespaceCondition{}
-	lists, err := discovery.ServerPreferredNamespacedResources(c.discovery)
+	lists, err := c.discover(found)
 	var failed *discovery.ErrGroupDiscoveryFailed
 	switch {
 	case errors.As(err, &failed):

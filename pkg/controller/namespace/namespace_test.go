@@ -50,7 +50,7 @@ func TestSync(t *testing.T) {
 	pods := corev1.SchemeGroupVersion.WithResource("pods")
 
 	// The held pod stays (the fake's deletecollection deletes nothing, as a finalizer would).
-	require.ErrorIs(t, c.sync(ctx, "gone"), errRemaining)
+	require.ErrorIs(t, c.sync(ctx, "gone", &discovered{}), errRemaining)
 	got, err := client.CoreV1().Namespaces().Get(ctx, "gone", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Contains(t, got.Spec.Finalizers, corev1.FinalizerKubernetes, "content was there: not finalized yet")
@@ -71,7 +71,7 @@ func TestSync(t *testing.T) {
 	assert.Equal(t, "False ResourcesDiscovered: All resources successfully discovered", condition(corev1.NamespaceDeletionDiscoveryFailure))
 
 	require.NoError(t, md.Resource(pods).Namespace("gone").Delete(ctx, "held", metav1.DeleteOptions{}))
-	require.NoError(t, c.sync(ctx, "gone"))
+	require.NoError(t, c.sync(ctx, "gone", &discovered{}))
 	_, err = md.Resource(flunders).Namespace("gone").Get(ctx, "f1", metav1.GetOptions{})
 	assert.Error(t, err, "deleted one by one")
 	_, err = md.Resource(flunders).Namespace("kept").Get(ctx, "f2", metav1.GetOptions{})
@@ -87,6 +87,6 @@ func TestSync(t *testing.T) {
 	other.Name = "other"
 	_, err = client.CoreV1().Namespaces().Create(ctx, other, metav1.CreateOptions{})
 	require.NoError(t, err)
-	assert.ErrorContains(t, c.sync(ctx, "other"), "the delegation chain is incomplete")
-	require.NoError(t, c.sync(ctx, "gone"), "a finalized namespace is left alone")
+	assert.ErrorContains(t, c.sync(ctx, "other", &discovered{}), "the delegation chain is incomplete")
+	require.NoError(t, c.sync(ctx, "gone", &discovered{}), "a finalized namespace is left alone")
 }
