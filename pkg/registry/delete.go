@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"mime"
 	"net/http"
@@ -30,18 +31,18 @@ func (h *Handler) deleteOptions(r *Resource, body *resourcev1.Body, query *resou
 	switch {
 	case len(body.GetData()) == 0:
 	case mt == "" || mt == MediaJSON || mt == MediaYAML:
-		// As kube's: DeleteOptions of meta.k8s.io/v1 (client-go's dynamic and metadata
-		// clients send "v1") or of the resource's own group/version (typed clients; a custom
-		// resource's is unknown to the scheme), as JSON or YAML.
-		if err := yaml.Unmarshal(body.GetData(), opts); err != nil {
-			return nil, false, apierrors.NewBadRequest("invalid DeleteOptions: " + err.Error())
+		// As kube's: kind DeleteOptions of any apiVersion (client-go's dynamic and metadata
+		// clients send "v1", typed clients their group's; a custom resource's is unknown to
+		// the scheme), as JSON or YAML, with kube's words for what is not.
+		data, err := yaml.YAMLToJSON(body.GetData())
+		if err == nil {
+			err = json.Unmarshal(data, opts)
+		}
+		if err != nil {
+			return nil, false, apierrors.NewBadRequest(err.Error())
 		}
 		if opts.Kind != "" && opts.Kind != "DeleteOptions" {
-			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("invalid DeleteOptions: kind %q is not DeleteOptions", opts.Kind))
-		}
-		if v := opts.APIVersion; v != "" && v != "v1" && v != metav1.SchemeGroupVersion.String() && v != r.GroupVersion.String() {
-			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("invalid DeleteOptions: the API version in the data (%s) does not match the expected API version (%s)",
-				v, metav1.SchemeGroupVersion))
+			return nil, false, apierrors.NewBadRequest(fmt.Sprintf(`no kind %q is registered for version %q in scheme "pkg/runtime/scheme.go:111"`, opts.Kind, opts.APIVersion))
 		}
 	default:
 		if err := h.scheme.decode(body.GetData(), body.GetContentType(), opts, r.GroupVersion.WithKind("DeleteOptions"), false); err != nil {

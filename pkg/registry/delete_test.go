@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -320,4 +321,26 @@ func TestDeleteGraceful(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, gone("c-pending"))
 	assert.False(t, gone("c-scheduled"))
+}
+
+// A DeleteOptions body is read as kube-apiserver 1.37.2 reads it (answers recorded there): any
+// apiVersion with kind DeleteOptions, another kind refused in kube's words, a field of the
+// wrong type refused with encoding/json's.
+func TestDeleteOptionsBody(t *testing.T) {
+	for _, tc := range []struct{ body, wantErr string }{
+		{`{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"}`, ""},
+		{`{"kind":"DeleteOptions","apiVersion":"apps/v2"}`, ""},
+		{"kind: DeleteOptions\napiVersion: meta.k8s.io/v1\ngracePeriodSeconds: 3\n", ""},
+		{`{"kind":"Pod","apiVersion":"v1"}`, `no kind "Pod" is registered for version "v1" in scheme "pkg/runtime/scheme.go:111"`},
+		{`{"kind":"DeleteOptions","gracePeriodSeconds":"x"}`, "json: cannot unmarshal string into Go struct field DeleteOptions.gracePeriodSeconds of type int64"},
+	} {
+		_, _, err := testH.deleteOptions(cmResource, &resourcev1.Body{ContentType: "application/json", Data: []byte(tc.body)}, nil)
+		if tc.wantErr == "" {
+			assert.NoError(t, err, tc.body)
+			continue
+		}
+		require.Error(t, err, tc.body)
+		assert.True(t, apierrors.IsBadRequest(err), tc.body)
+		assert.Equal(t, tc.wantErr, err.Error())
+	}
 }
