@@ -14,6 +14,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 )
 
 // RequestInfo is what the resolver learned about a request.
@@ -182,14 +183,22 @@ func resolveCollectionGet(info *RequestInfo, req *http.Request) {
 	if opts.Watch {
 		info.Verb = "watch"
 	}
-	if opts.FieldSelector != nil {
-		if name, ok := opts.FieldSelector.RequiresExactMatch("metadata.name"); ok {
-			// kube's path.IsValidPathSegmentName, now an alias of this.
-			if len(content.IsPathSegmentName(name)) == 0 {
-				info.Name = name
-			}
-		}
+	info.Name = nameFromFieldSelector(opts.FieldSelector)
+}
+
+// nameFromFieldSelector is the name a field selector requiring metadata.name selects, when it
+// is a valid path segment ("" otherwise): kube authorizes such a list or watch as one of the
+// named object.
+func nameFromFieldSelector(sel fields.Selector) string {
+	if sel == nil {
+		return ""
 	}
+	name, ok := sel.RequiresExactMatch("metadata.name")
+	// kube's path.IsValidPathSegmentName, now an alias of this.
+	if !ok || len(content.IsPathSegmentName(name)) != 0 {
+		return ""
+	}
+	return name
 }
 
 // splitPath returns the segments of a URL path; only leading and trailing

@@ -209,8 +209,6 @@ func (g *Gateway) writeKubeconfig() error {
 }
 
 func (g *Gateway) buildHandler() (http.Handler, error) {
-	unary := []grpc.UnaryServerInterceptor{audit.UnaryInterceptor(proxy.GRPCRequestInfo)}
-	stream := []grpc.StreamServerInterceptor{audit.StreamInterceptor(proxy.GRPCRequestInfo)}
 	var err error
 	if g.loopback, err = loopback.New(); err != nil {
 		return nil, err
@@ -219,10 +217,15 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 		if g.apf, err = apf.New(g.opts.MaxRequestsInFlight+g.opts.MaxMutatingRequestsInFlight, g.loopback.Config("apichain-gateway/loopback")); err != nil {
 			return nil, err
 		}
-		unary = append(unary, g.apf.UnaryInterceptor(proxy.GRPCRequestInfo, g.opts.RequestTimeout/4))
-		stream = append(stream, g.apf.StreamInterceptor(proxy.GRPCRequestInfo, g.opts.RequestTimeout/4))
 	}
-	g.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...))
+	rbac := &authz.RBAC{}
+	if g.authorizer, err = authz.New(g.opts.AuthorizationModes, rbac); err != nil {
+		return nil, fmt.Errorf("--authorization-mode: %w", err)
+	}
+	if slices.Contains(g.opts.AuthorizationModes, authz.ModeRBAC) {
+		g.rbacSync = authz.NewSync(rbac, proxy.NewReader(g.router), g.Log)
+	}
+	g.grpc = grpc.NewServer(g.grpcInterceptors()...)
 	resourcev1.RegisterResourceServiceServer(g.grpc, proxy.NewGRPC(g.router, g.opts.AuthorizationModes))
 	lapi := &lifecycleAPI{g: g}
 	lifecyclev1.RegisterLifecycleServiceServer(g.grpc, lapi)
@@ -291,15 +294,6 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 		mux.Handle("GET /.well-known/openid-configuration", config)
 		mux.Handle("GET /openid/v1/jwks", jwks)
 	}
-	rbac := &authz.RBAC{}
-	authorizer, err := authz.New(g.opts.AuthorizationModes, rbac)
-	if err != nil {
-		return nil, fmt.Errorf("--authorization-mode: %w", err)
-	}
-	if slices.Contains(g.opts.AuthorizationModes, authz.ModeRBAC) {
-		g.rbacSync = authz.NewSync(rbac, proxy.NewReader(g.router), g.Log)
-	}
-	g.authorizer = authorizer
 	g.rest, g.documents = proxy.NewREST(g.router, g.opts.AuthorizationModes), discovery.NewDocuments(g.router)
 	discoveryv1.RegisterDiscoveryServiceServer(g.grpc, discovery.NewGRPC(g.documents)) // the whole chain's, merged as over REST
 	g.aggregated = proxy.NewAggregated(g.router, g.opts.AuthorizationModes)
@@ -327,6 +321,21 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	})
 	g.loopback.Serve(chain) // the loopback client's requests take the whole chain
 	return chain, nil
+}
+
+// grpcInterceptors finish, for a gRPC call, the filters its message decides (the HTTP chain
+// has run the others): its request info, audit, priority and fairness and authorization, in
+// the HTTP chain's order.
+func (g *Gateway) grpcInterceptors() []grpc.ServerOption {
+	infoU, infoS := filters.GRPCRequestInfo()
+	authzU, authzS := filters.GRPCAuthorization(g.authorizer)
+	unary := []grpc.UnaryServerInterceptor{infoU, audit.UnaryInterceptor()}
+	stream := []grpc.StreamServerInterceptor{infoS, audit.StreamInterceptor()}
+	if g.apf != nil {
+		unary = append(unary, g.apf.UnaryInterceptor(g.opts.RequestTimeout/4))
+		stream = append(stream, g.apf.StreamInterceptor(g.opts.RequestTimeout/4))
+	}
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(append(unary, authzU)...), grpc.ChainStreamInterceptor(append(stream, authzS)...)}
 }
 
 // setUpAudit makes the auditor when a backend is configured.

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	kaudit "k8s.io/apiserver/pkg/audit"
 	"sigs.k8s.io/yaml"
 )
 
@@ -52,6 +54,10 @@ type Record struct {
 	reqObj *runtime.Unknown
 	resObj *runtime.Unknown
 	result *metav1.Status // the outcome when the HTTP status does not tell it (gRPC)
+	// pending applies the policy to a gRPC call once it is described; until then the level is
+	// unknown, and pendingInfo (the path's) is the description if nothing better comes.
+	pending     func(*requestinfo.RequestInfo) kaudit.RequestAuditConfig
+	pendingInfo *requestinfo.RequestInfo
 }
 
 type recordKey struct{}
@@ -75,10 +81,25 @@ func (a *Auditor) Start(r *http.Request, u *user.User, info *requestinfo.Request
 	if cfg.Level == auditinternal.LevelNone {
 		return nil
 	}
-	rec := &Record{omit: cfg.OmitStages, sink: a.sink, now: a.now}
+	rec := a.newRecord(r, u, info)
+	rec.ev.Level, rec.omit = auditv1.Level(cfg.Level), cfg.OmitStages
+	return rec
+}
+
+// StartGRPC returns the record of a gRPC call, whose resource is in its message: the policy
+// is applied, and RequestReceived emitted, when the gRPC server describes the call (Describe),
+// or with info, the path's, when a filter answers the call before the server reads it.
+func (a *Auditor) StartGRPC(r *http.Request, u *user.User, info *requestinfo.RequestInfo) *Record {
+	rec := a.newRecord(r, u, info)
+	rec.pending = func(info *requestinfo.RequestInfo) kaudit.RequestAuditConfig { return a.policy.Evaluate(u, info) }
+	rec.pendingInfo = info
+	return rec
+}
+
+func (a *Auditor) newRecord(r *http.Request, u *user.User, info *requestinfo.RequestInfo) *Record {
+	rec := &Record{sink: a.sink, now: a.now}
 	rec.ev = auditv1.Event{
 		TypeMeta:                 metav1.TypeMeta{Kind: "Event", APIVersion: auditv1.SchemeGroupVersion.String()},
-		Level:                    auditv1.Level(cfg.Level),
 		AuditID:                  types.UID(pkgaudit.IDFrom(r.Context())),
 		RequestURI:               r.URL.RequestURI(),
 		User:                     u.Info(),
@@ -103,15 +124,25 @@ func (rec *Record) describe(info *requestinfo.RequestInfo, method string) {
 	}
 }
 
-// Describe replaces the request's verb and object (a gRPC call, whose resource is in the
-// message rather than the path).
+// Describe replaces the request's verb and object with info's (a gRPC call, whose resource is
+// in the message rather than the path). A gRPC call's record is then audited by the policy's
+// rule for info, from RequestReceived on.
 func (rec *Record) Describe(info *requestinfo.RequestInfo) {
 	if rec == nil {
 		return
 	}
 	rec.mu.Lock()
-	defer rec.mu.Unlock()
 	rec.describe(info, "")
+	pending := rec.pending
+	rec.pending, rec.pendingInfo = nil, nil
+	if pending != nil {
+		cfg := pending(info)
+		rec.ev.Level, rec.omit = auditv1.Level(cfg.Level), cfg.OmitStages
+	}
+	rec.mu.Unlock()
+	if pending != nil {
+		rec.Emit(auditinternal.StageRequestReceived, nil)
+	}
 }
 
 // Level is the level the request is audited at; None for a nil record.
@@ -216,12 +247,16 @@ func (rec *Record) Emit(stage auditinternal.Stage, status *metav1.Status) {
 	if rec == nil {
 		return
 	}
-	for _, s := range rec.omit {
-		if s == stage {
-			return
-		}
-	}
 	rec.mu.Lock()
+	if info := rec.pendingInfo; rec.pending != nil {
+		rec.mu.Unlock()
+		rec.Describe(info)
+		rec.mu.Lock()
+	}
+	if rec.ev.Level == auditv1.LevelNone || slices.Contains(rec.omit, stage) {
+		rec.mu.Unlock()
+		return
+	}
 	ev := rec.ev.DeepCopy()
 	if rec.result != nil && (stage == auditinternal.StageResponseComplete || stage == auditinternal.StagePanic) {
 		status = rec.result

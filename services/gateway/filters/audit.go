@@ -31,26 +31,31 @@ func WithAudit(next http.Handler, a *audit.Auditor) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, _ := user.From(r.Context())
 		info, _ := requestinfo.From(r.Context())
-		rec := a.Start(r, u, info)
-		if rec == nil {
+		// A gRPC call's resource is in its message: the gRPC server's interceptor describes it,
+		// which applies the policy and starts the event. Its bodies are framed messages, which
+		// the interceptor records; of gRPC calls only a watch has a ResponseStarted stage.
+		grpcCall := IsGRPC(r)
+		var rec *audit.Record
+		if grpcCall {
+			rec = a.StartGRPC(r, u, info)
+		} else if rec = a.Start(r, u, info); rec == nil {
 			next.ServeHTTP(w, r)
 			return
+		} else {
+			rec.Emit(auditinternal.StageRequestReceived, nil)
 		}
 		r = r.WithContext(audit.WithRecord(r.Context(), rec))
-		rec.Emit(auditinternal.StageRequestReceived, nil)
 		longRunning := IsLongRunning(r)
-		if rec.NeedsRequestObject() && r.Body != nil && r.Body != http.NoBody && !longRunning {
+		if !grpcCall && rec.NeedsRequestObject() && r.Body != nil && r.Body != http.NoBody && !longRunning {
 			head, err := io.ReadAll(io.LimitReader(r.Body, auditBodyLimit+1))
 			if err == nil && len(head) <= auditBodyLimit {
 				rec.RequestObject(r.Header.Get("Content-Type"), head)
 			}
 			r.Body = readCloser{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
 		}
-		// gRPC bodies are framed messages: the gRPC interceptor records them. Of gRPC calls only
-		// a watch is a long-running response, with a ResponseStarted stage.
-		streaming := longRunning && (!IsGRPC(r) || strings.HasSuffix(r.URL.Path, "/Watch"))
+		streaming := longRunning && (!grpcCall || strings.HasSuffix(r.URL.Path, "/Watch"))
 		aw := &auditWriter{ResponseWriter: w, rec: rec, longRunning: streaming, capture: !longRunning,
-			keep: rec.Level().GreaterOrEqual(auditinternal.LevelRequestResponse)}
+			keep: !grpcCall && rec.Level().GreaterOrEqual(auditinternal.LevelRequestResponse)}
 		defer func() {
 			if p := recover(); p != nil {
 				rec.Emit(auditinternal.StagePanic, &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,

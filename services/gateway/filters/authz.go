@@ -1,6 +1,7 @@
 package filters
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,30 +12,45 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/apichain/apichain/pkg/requestinfo"
+	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/pkg/user"
 	"github.com/apichain/apichain/services/gateway/audit"
 	"github.com/apichain/apichain/services/gateway/authz"
 )
 
-// WithAuthorization rejects what the authorizer does not allow with kube's 403 Status.
+// WithAuthorization rejects what the authorizer does not allow with kube's 403 Status. A gRPC
+// call passes: its request is in its message, which the gRPC server's GRPCAuthorization
+// interceptor authorizes.
 func WithAuthorization(next http.Handler, a authz.Authorizer) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, _ := user.From(r.Context())
-		info, _ := requestinfo.From(r.Context())
-		if u == nil || info == nil {
-			WriteError(w, http.StatusForbidden, metav1.StatusReasonForbidden, "forbidden: no user or request info")
+		if IsGRPC(r) {
+			next.ServeHTTP(w, r)
 			return
 		}
-		ok, reason := a.Authorize(u, info)
-		rec := audit.From(r.Context())
-		rec.Annotate(audit.DecisionAnnotation, map[bool]string{true: "allow", false: "forbid"}[ok])
-		rec.Annotate(audit.ReasonAnnotation, reason)
-		if !ok {
-			WriteStatus(w, forbiddenStatus(u, info, reason))
+		if st := authorize(r.Context(), a); st != nil {
+			WriteStatus(w, st)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// authorize asks the authorizer about the request in ctx and records its decision in the
+// audit event; the answer is kube's 403 Status when it is not allowed.
+func authorize(ctx context.Context, a authz.Authorizer) *metav1.Status {
+	u, _ := user.From(ctx)
+	info, _ := requestinfo.From(ctx)
+	if u == nil || info == nil {
+		return rpcstatus.NewStatus(http.StatusForbidden, metav1.StatusReasonForbidden, "forbidden: no user or request info")
+	}
+	ok, reason := a.Authorize(u, info)
+	rec := audit.From(ctx)
+	rec.Annotate(audit.DecisionAnnotation, map[bool]string{true: "allow", false: "forbid"}[ok])
+	rec.Annotate(audit.ReasonAnnotation, reason)
+	if !ok {
+		return forbiddenStatus(u, info, reason)
+	}
+	return nil
 }
 
 // forbiddenSanitizer keeps the message from looking like HTML, as kube's does.

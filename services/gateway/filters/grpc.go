@@ -1,0 +1,134 @@
+package filters
+
+import (
+	"context"
+	"path"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/apichain/apichain/pkg/requestinfo"
+	"github.com/apichain/apichain/pkg/rpcstatus"
+	"github.com/apichain/apichain/services/gateway/authz"
+)
+
+// A gRPC call on the gateway's port passes the HTTP filters like any request, but its
+// resource is in its message, which the filters do not read. The gRPC server finishes what
+// they started, in the same order, as interceptors:
+//   - GRPCRequestInfo: the request info, resolved from the message
+//     (requestinfo.ResolveGRPC), replaces the path's, so the audit event, priority and
+//     fairness, authorization and the request metrics all see the resource;
+//   - the audit and priority-and-fairness interceptors (their packages);
+//   - GRPCAuthorization: the authorization WithAuthorization leaves to it.
+
+// GRPCRequestInfo resolves a call's request info from its message. A server stream's first
+// message (a watch's request) is read before the handler runs, and handed to it.
+func GRPCRequestInfo() (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		describe(ctx, info.FullMethod, req)
+		return handler(ctx, req)
+	}
+	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if !info.IsServerStream || info.IsClientStream { // each message is its own request: the method describes it
+			describe(ss.Context(), info.FullMethod, nil)
+			return handler(srv, ss)
+		}
+		first := &firstMessage{ServerStream: ss}
+		if err := first.receive(info.FullMethod); err != nil {
+			return err
+		}
+		describe(ss.Context(), info.FullMethod, first.msg)
+		return handler(srv, first)
+	}
+	return unary, stream
+}
+
+// describe replaces the request info the path gave (a POST to the method) with the message's,
+// in place: the HTTP filters around the gRPC server hold the same one (the metrics label the
+// request with it once it is answered).
+func describe(ctx context.Context, method string, msg any) {
+	if info, ok := requestinfo.From(ctx); ok {
+		*info = *requestinfo.ResolveGRPC(method, msg)
+	}
+}
+
+// GRPCAuthorization rejects a call the authorizer does not allow with PERMISSION_DENIED and
+// kube's 403 Status in its details, exactly as WithAuthorization answers the REST request.
+func GRPCAuthorization(a authz.Authorizer) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if st := authorize(ctx, a); st != nil {
+			return nil, rpcstatus.FromKube(st)
+		}
+		return handler(ctx, req)
+	}
+	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if st := authorize(ss.Context(), a); st != nil {
+			return rpcstatus.FromKube(st)
+		}
+		return handler(srv, ss)
+	}
+	return unary, stream
+}
+
+// firstMessage reads a server stream's request before the handler does, and gives it to the
+// handler's first RecvMsg.
+type firstMessage struct {
+	grpc.ServerStream
+	raw      []byte
+	msg      proto.Message // the request decoded, nil if its type is not registered
+	consumed bool
+}
+
+// receive reads the first message as bytes (an Empty keeps every field as unknown) and
+// decodes it as the method's input type.
+func (f *firstMessage) receive(method string) error {
+	var raw emptypb.Empty
+	if err := f.ServerStream.RecvMsg(&raw); err != nil {
+		return err
+	}
+	f.raw = raw.ProtoReflect().GetUnknown()
+	if msg := newInput(method); msg != nil && proto.Unmarshal(f.raw, msg) == nil {
+		f.msg = msg
+	}
+	return nil
+}
+
+func (f *firstMessage) RecvMsg(m any) error {
+	if f.consumed {
+		return f.ServerStream.RecvMsg(m)
+	}
+	f.consumed = true
+	pm, ok := m.(proto.Message)
+	if !ok {
+		return status.Errorf(codes.Internal, "unexpected message type %T", m)
+	}
+	return proto.Unmarshal(f.raw, pm)
+}
+
+// newInput is a new request message of the gRPC method /<service>/<method>.
+func newInput(fullMethod string) proto.Message {
+	service, method := path.Split(strings.TrimPrefix(fullMethod, "/"))
+	d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(strings.TrimSuffix(service, "/")))
+	if err != nil {
+		return nil
+	}
+	sd, ok := d.(protoreflect.ServiceDescriptor)
+	if !ok {
+		return nil
+	}
+	md := sd.Methods().ByName(protoreflect.Name(method))
+	if md == nil {
+		return nil
+	}
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(md.Input().FullName())
+	if err != nil {
+		return nil
+	}
+	return mt.New().Interface()
+}
