@@ -7,6 +7,8 @@ import (
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"k8s.io/apimachinery/pkg/fields"
 )
 
@@ -15,12 +17,17 @@ var grpcVerbs = map[string]string{"Get": "get", "List": "list", "Watch": "watch"
 	"Patch": "patch", "Delete": "delete", "DeleteCollection": "deletecollection"}
 
 // grpcReads are the gRPC methods that read what a REST path serves: a client allowed to GET
-// the path may call them (the lifecycle API's transcoded route, health as /readyz).
+// the path may call them. The lifecycle API is its transcoded route; health is readiness; server
+// reflection is the gRPC API's schema, as /openapi/v3 is the REST API's (kube's
+// system:discovery grants /openapi/* to every authenticated user, so grpcurl works for anyone
+// signed in).
 var grpcReads = map[string]string{
-	lifecyclev1.LifecycleService_ListInstanceStates_FullMethodName: "/debug/lifecycle/v1/instances",
-	healthpb.Health_Check_FullMethodName:                           "/readyz",
-	healthpb.Health_List_FullMethodName:                            "/readyz",
-	healthpb.Health_Watch_FullMethodName:                           "/readyz",
+	lifecyclev1.LifecycleService_ListInstanceStates_FullMethodName:         "/debug/lifecycle/v1/instances",
+	healthpb.Health_Check_FullMethodName:                                   "/readyz",
+	healthpb.Health_List_FullMethodName:                                    "/readyz",
+	healthpb.Health_Watch_FullMethodName:                                   "/readyz",
+	reflectionpb.ServerReflection_ServerReflectionInfo_FullMethodName:      "/openapi/grpc",
+	reflectionv1alpha.ServerReflection_ServerReflectionInfo_FullMethodName: "/openapi/grpc",
 }
 
 // ResolveGRPC describes a gRPC call as the REST request it stands for, from its method and

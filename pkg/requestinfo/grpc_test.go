@@ -66,10 +66,11 @@ func TestResolveGRPCOtherCalls(t *testing.T) {
 		ResolveGRPC(lifecyclev1.LifecycleService_ListInstanceStates_FullMethodName, &lifecyclev1.ListInstanceStatesRequest{}))
 	assert.Equal(t, &RequestInfo{Path: "/readyz", Verb: "get"},
 		ResolveGRPC(healthpb.Health_Check_FullMethodName, &healthpb.HealthCheckRequest{}))
+	assert.Equal(t, &RequestInfo{Path: "/openapi/grpc", Verb: "get"},
+		ResolveGRPC(reflectionpb.ServerReflection_ServerReflectionInfo_FullMethodName, nil))
 	// What has no REST twin is what the HTTP resolver makes of the call: a POST to its path.
 	for method, msg := range map[string]any{
 		lifecyclev1.LifecycleService_GetInstanceState_FullMethodName:             &lifecyclev1.GetInstanceStateRequest{},
-		reflectionpb.ServerReflection_ServerReflectionInfo_FullMethodName:        nil,
 		discoveryv1.DiscoveryService_GetDocument_FullMethodName:                  &resourcev1.GetRequest{}, // the wrong message
 		"/" + resourcev1.ResourceService_ServiceDesc.ServiceName + "/Frobnicate": &resourcev1.GetRequest{},
 		"/other.Service/Get": &resourcev1.GetRequest{Ref: &resourcev1.ResourceRef{Version: "v1", Resource: "pods"}},
