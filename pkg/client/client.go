@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"strings"
@@ -73,7 +74,12 @@ func New(cfg *rest.Config, opts ...grpc.DialOption) (*Client, error) {
 	if ua == "" {
 		ua = DefaultUserAgent
 	}
-	dial := []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(tlsConfig)), grpc.WithUserAgent(ua)}
+	dial := []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(tlsConfig)), grpc.WithUserAgent(ua),
+		// A list is one message, as large as the collection: no limit but protobuf's.
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)),
+		// HTTP/2 windows as Go's HTTP/2 client (client-go) opens them: a large answer streams in
+		// without waiting for the window to grow.
+		grpc.WithInitialWindowSize(4 << 20), grpc.WithInitialConnWindowSize(1 << 30)}
 	switch {
 	case cfg.BearerTokenFile != "":
 		dial = append(dial, grpc.WithPerRPCCredentials(bearer{transport.NewCachedFileTokenSource(cfg.BearerTokenFile)}))

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,16 +21,29 @@ import (
 	"github.com/apichain/apichain/pkg/rpcstatus"
 )
 
-const mediaJSON = "application/json"
+const (
+	mediaJSON     = "application/json"
+	mediaProtobuf = "application/vnd.kubernetes.protobuf"
+)
+
+// protobufMagic starts kube's protobuf encoding of an object: "k8s" and a zero byte, then a
+// runtime.Unknown holding the type and the object.
+var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
+
+// protoObject is a kube type with a protobuf encoding (the built-in kinds).
+type protoObject interface{ Unmarshal([]byte) error }
 
 // Resource is a client of one resource, whose objects are T and lists L: typed
 // (*corev1.ConfigMap, *corev1.ConfigMapList) or *unstructured.Unstructured and
-// *unstructured.UnstructuredList for any resource. Objects travel as JSON.
+// *unstructured.UnstructuredList for any resource. Objects are sent as JSON; answers come as
+// protobuf when T and L have kube's protobuf encoding (the built-in kinds, as client-go asks
+// for them), as JSON otherwise.
 type Resource[T, L runtime.Object] struct {
 	c         *Client
 	ref       *resourcev1.ResourceRef // group, version, resource, subresource, namespace
 	newObject func() T
 	newList   func() L
+	accept    *resourcev1.Encoding
 }
 
 // For is the client of the resource gvr, whose objects are T and lists L:
@@ -43,8 +57,14 @@ func For[T, L any, PT interface {
 	*L
 	runtime.Object
 }](c *Client, gvr schema.GroupVersionResource) *Resource[PT, PL] {
-	return &Resource[PT, PL]{c: c, ref: &resourcev1.ResourceRef{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource},
-		newObject: func() PT { return PT(new(T)) }, newList: func() PL { return PL(new(L)) }}
+	r := &Resource[PT, PL]{c: c, ref: &resourcev1.ResourceRef{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource},
+		newObject: func() PT { return PT(new(T)) }, newList: func() PL { return PL(new(L)) }, accept: jsonEncoding}
+	_, objectPB := any(r.newObject()).(protoObject)
+	_, listPB := any(r.newList()).(protoObject)
+	if objectPB && listPB {
+		r.accept = &resourcev1.Encoding{Accept: mediaProtobuf + ", " + mediaJSON}
+	}
+	return r
 }
 
 // Namespace is the same resource in namespace ns.
@@ -71,7 +91,7 @@ var jsonEncoding = &resourcev1.Encoding{Accept: mediaJSON}
 
 // Get reads the object name.
 func (r *Resource[T, L]) Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error) {
-	resp, err := r.c.resources.Get(ctx, &resourcev1.GetRequest{Ref: r.named(name), Encoding: jsonEncoding, ResourceVersion: opts.ResourceVersion})
+	resp, err := r.c.resources.Get(ctx, &resourcev1.GetRequest{Ref: r.named(name), Encoding: r.accept, ResourceVersion: opts.ResourceVersion})
 	if err != nil {
 		return *new(T), asStatusError(err)
 	}
@@ -81,7 +101,7 @@ func (r *Resource[T, L]) Get(ctx context.Context, name string, opts metav1.GetOp
 // List reads the collection, one page of opts.Limit objects from opts.Continue when a limit
 // is given.
 func (r *Resource[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, error) {
-	resp, err := r.c.resources.List(ctx, &resourcev1.ListRequest{Ref: r.named(""), Encoding: jsonEncoding, Options: listOptions(opts),
+	resp, err := r.c.resources.List(ctx, &resourcev1.ListRequest{Ref: r.named(""), Encoding: r.accept, Options: listOptions(opts),
 		PageSize: opts.Limit, PageToken: opts.Continue})
 	if err != nil {
 		return *new(L), asStatusError(err)
@@ -95,7 +115,7 @@ func (r *Resource[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOp
 	if err != nil {
 		return *new(T), err
 	}
-	resp, err := r.c.resources.Create(ctx, &resourcev1.CreateRequest{Ref: r.named(""), Encoding: jsonEncoding, Body: body,
+	resp, err := r.c.resources.Create(ctx, &resourcev1.CreateRequest{Ref: r.named(""), Encoding: r.accept, Body: body,
 		Options: writeOptions(opts.DryRun, opts.FieldManager, opts.FieldValidation)})
 	if err != nil {
 		return *new(T), asStatusError(err)
@@ -113,7 +133,7 @@ func (r *Resource[T, L]) Update(ctx context.Context, obj T, opts metav1.UpdateOp
 	if err != nil {
 		return *new(T), err
 	}
-	resp, err := r.c.resources.Update(ctx, &resourcev1.UpdateRequest{Ref: r.named(acc.GetName()), Encoding: jsonEncoding, Body: body,
+	resp, err := r.c.resources.Update(ctx, &resourcev1.UpdateRequest{Ref: r.named(acc.GetName()), Encoding: r.accept, Body: body,
 		Options: writeOptions(opts.DryRun, opts.FieldManager, opts.FieldValidation)})
 	if err != nil {
 		return *new(T), asStatusError(err)
@@ -125,7 +145,7 @@ func (r *Resource[T, L]) Update(ctx context.Context, obj T, opts metav1.UpdateOp
 // (types.ApplyYAMLPatchType is server-side apply: opts.FieldManager is required, opts.Force
 // takes the fields of other managers).
 func (r *Resource[T, L]) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions) (T, error) {
-	resp, err := r.c.resources.Patch(ctx, &resourcev1.PatchRequest{Ref: r.named(name), Encoding: jsonEncoding,
+	resp, err := r.c.resources.Patch(ctx, &resourcev1.PatchRequest{Ref: r.named(name), Encoding: r.accept,
 		Body:    &resourcev1.Body{ContentType: string(pt), Data: data},
 		Options: writeOptions(opts.DryRun, opts.FieldManager, opts.FieldValidation), Force: opts.Force != nil && *opts.Force})
 	if err != nil {
@@ -153,7 +173,7 @@ func (r *Resource[T, L]) Delete(ctx context.Context, name string, opts metav1.De
 	if err != nil {
 		return err
 	}
-	_, err = r.c.resources.Delete(ctx, &resourcev1.DeleteRequest{Ref: r.named(name), Encoding: jsonEncoding, Body: body})
+	_, err = r.c.resources.Delete(ctx, &resourcev1.DeleteRequest{Ref: r.named(name), Encoding: r.accept, Body: body})
 	return asStatusError(err)
 }
 
@@ -163,7 +183,7 @@ func (r *Resource[T, L]) DeleteCollection(ctx context.Context, opts metav1.Delet
 	if err != nil {
 		return err
 	}
-	_, err = r.c.resources.DeleteCollection(ctx, &resourcev1.DeleteCollectionRequest{Ref: r.named(""), Encoding: jsonEncoding, Body: body,
+	_, err = r.c.resources.DeleteCollection(ctx, &resourcev1.DeleteCollectionRequest{Ref: r.named(""), Encoding: r.accept, Body: body,
 		ListOptions: listOptions(sel)})
 	return asStatusError(err)
 }
@@ -173,7 +193,7 @@ func (r *Resource[T, L]) DeleteCollection(ctx context.Context, opts metav1.Delet
 // an ERROR event carries a *metav1.Status. ResumingWatch goes on where it ended.
 func (r *Resource[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	req := &resourcev1.WatchRequest{Ref: r.named(""), Encoding: jsonEncoding, Options: listOptions(opts),
+	req := &resourcev1.WatchRequest{Ref: r.named(""), Encoding: r.accept, Options: listOptions(opts),
 		AllowWatchBookmarks: opts.AllowWatchBookmarks, SendInitialEvents: opts.SendInitialEvents != nil && *opts.SendInitialEvents}
 	if opts.TimeoutSeconds != nil {
 		req.TimeoutSeconds = *opts.TimeoutSeconds
@@ -275,13 +295,33 @@ func encode(obj runtime.Object) (*resourcev1.Body, error) {
 }
 
 func decode[T runtime.Object](body *resourcev1.Body, into T) (T, error) {
-	if ct := body.GetContentType(); ct != "" && !strings.HasPrefix(ct, mediaJSON) {
-		return into, fmt.Errorf("apichain client: the answer is %s, not JSON", ct)
+	switch ct := body.GetContentType(); {
+	case strings.HasPrefix(ct, mediaProtobuf):
+		return into, decodeProtobuf(body.GetData(), into)
+	case ct != "" && !strings.HasPrefix(ct, mediaJSON):
+		return into, fmt.Errorf("apichain client: the answer is %s, not JSON or protobuf", ct)
 	}
 	if err := json.Unmarshal(body.GetData(), into); err != nil {
 		return into, fmt.Errorf("apichain client: decoding %T: %w", into, err)
 	}
 	return into, nil
+}
+
+// decodeProtobuf reads kube's protobuf encoding of an object into obj, type included.
+func decodeProtobuf(data []byte, obj runtime.Object) error {
+	pb, ok := obj.(protoObject)
+	if !ok || !bytes.HasPrefix(data, protobufMagic) {
+		return fmt.Errorf("apichain client: %T is not kube's protobuf encoding", obj)
+	}
+	var u runtime.Unknown
+	if err := u.Unmarshal(data[len(protobufMagic):]); err != nil {
+		return fmt.Errorf("apichain client: decoding %T: %w", obj, err)
+	}
+	if err := pb.Unmarshal(u.Raw); err != nil {
+		return fmt.Errorf("apichain client: decoding %T: %w", obj, err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(u.APIVersion, u.Kind))
+	return nil
 }
 
 // asStatusError is err as client-go reports a failed request: a *StatusError with the
