@@ -26,7 +26,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/transport"
 
-	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 )
 
@@ -107,16 +106,9 @@ func New(cfg *rest.Config, opts ...grpc.DialOption) (*Client, error) {
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
-// Conn is the connection, for the other services on it (lifecycle, health, reflection).
+// Conn is the connection, for the other services on it with their generated clients
+// (discoveryv1.NewDiscoveryServiceClient, lifecycle, health).
 func (c *Client) Conn() *grpc.ClientConn { return c.conn }
-
-// Discovery is the chain's discovery service: /api, /apis, a group/version, OpenAPI.
-func (c *Client) Discovery() discoveryv1.DiscoveryServiceClient {
-	return discoveryv1.NewDiscoveryServiceClient(c.conn)
-}
-
-// Resources is the raw resource service.
-func (c *Client) Resources() resourcev1.ResourceServiceClient { return c.resources }
 
 func hostPort(host string) (string, error) {
 	u, err := url.Parse(host)

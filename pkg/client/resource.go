@@ -74,14 +74,6 @@ func (r *Resource[T, L]) Namespace(ns string) *Resource[T, L] {
 	return &out
 }
 
-// Subresource is the resource's subresource (status, scale, ...): Get, Update and Patch work
-// on it.
-func (r *Resource[T, L]) Subresource(name string) *Resource[T, L] {
-	out := *r
-	out.ref = &resourcev1.ResourceRef{Group: r.ref.Group, Version: r.ref.Version, Resource: r.ref.Resource, Subresource: name, Namespace: r.ref.Namespace}
-	return &out
-}
-
 func (r *Resource[T, L]) named(name string) *resourcev1.ResourceRef {
 	return &resourcev1.ResourceRef{Group: r.ref.Group, Version: r.ref.Version, Resource: r.ref.Resource,
 		Subresource: r.ref.Subresource, Namespace: r.ref.Namespace, Name: name}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -262,4 +264,21 @@ func TestGRPCClient(t *testing.T) {
 		_, err = grpcConfigMaps(bob, "kube-system").List(ctx, metav1.ListOptions{})
 		assert.True(t, apierrors.IsForbidden(err), "%v", err)
 	})
+}
+
+// The README's example program (pkg/client/example) runs as it says against the all-in-one.
+func TestGRPCClientExample(t *testing.T) {
+	c, _ := startAllInOne(t)
+	out, err := exec.Command(binary("example"), "--kubeconfig", filepath.Join(c.dataDir(), "admin.kubeconfig")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.Len(t, lines, 6, "%s", out)
+	assert.Equal(t, "gateway SERVING", lines[0])
+	name := strings.Fields(lines[1])[1]
+	assert.Regexp(t, `^created greeting-\w+ \(uid [0-9a-f-]{36}\)$`, lines[1])
+	assert.Equal(t, []string{"ADDED " + name + " hello=world", "MODIFIED " + name + " hello=there", "MODIFIED " + name + " hello=gRPC",
+		"DELETED " + name + " hello=gRPC"}, lines[2:])
+	// A second run starts clean.
+	out, err = exec.Command(binary("example"), "--kubeconfig", filepath.Join(c.dataDir(), "admin.kubeconfig")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
 }

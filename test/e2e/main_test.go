@@ -57,7 +57,8 @@ func buildBinaries(dir string) error {
 		args = append(args, "-buildvcs=true")
 	}
 	cmd := exec.Command("go", append(args,
-		"./cmd/apichain", "./services/gateway", "./services/core", "./services/extensions", "./services/aggregator")...)
+		"./cmd/apichain", "./services/gateway", "./services/core", "./services/extensions", "./services/aggregator",
+		"./pkg/client/example")...)
 	cmd.Dir = repoRoot()
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return cmd.Run()
