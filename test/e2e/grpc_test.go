@@ -201,10 +201,11 @@ func TestGRPCWatchBackendDies(t *testing.T) {
 }
 
 // A unary gRPC call in flight when the gateway is told to stop is drained, as a REST request
-// is: here a create held 4 s by a webhook that does not answer (failurePolicy Ignore).
+// is: here a create held 4 s by a webhook that does not answer (failurePolicy Ignore). A new
+// call after the shutdown delay is UNAVAILABLE (try another replica), in kube's words.
 func TestGRPCUnaryDrainedAtShutdown(t *testing.T) {
 	hooks := startWebhookServer(t)
-	c, p := startAllInOne(t, "--shutdown-delay-duration", "1s")
+	c, p := startAllInOne(t, "--shutdown-delay-duration", "1s", "--shutdown-send-retry-after")
 	admin := kc{t: t, kubeconfig: filepath.Join(c.dataDir(), "admin.kubeconfig")}
 	config := filepath.Join(t.TempDir(), "slow.yaml")
 	writeFile(t, config, "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: slow}\nwebhooks:\n"+
@@ -236,6 +237,15 @@ func TestGRPCUnaryDrainedAtShutdown(t *testing.T) {
 	require.Eventually(t, func() bool { return len(hooks.received("/slow")) > seen }, 20*time.Second, 20*time.Millisecond,
 		"the create reaches the webhook")
 	p.signal(sigterm)
+	late := grpcConn(t, c, true)
+	var lateErr error
+	require.Eventually(t, func() bool {
+		_, lateErr = resourcev1.NewResourceServiceClient(late).Get(context.Background(), &resourcev1.GetRequest{
+			Ref: &resourcev1.ResourceRef{Version: "v1", Resource: "namespaces", Name: "default"}})
+		return lateErr != nil
+	}, 10*time.Second, 50*time.Millisecond, "new calls are turned away after the shutdown delay")
+	assert.Equal(t, codes.Unavailable, status.Code(lateErr), "%v", lateErr)
+	assert.Equal(t, "The apiserver is shutting down, please try again later.", status.Convert(lateErr).Message())
 	select {
 	case err := <-done:
 		assert.NoError(t, err, "the call in flight completes")

@@ -9,7 +9,9 @@ import (
 
 // WithRetryAfter answers 429 with Retry-After and closes the connection once shouldRetry
 // says so (after the shutdown delay with --shutdown-send-retry-after), so clients move on to
-// another replica while in-flight requests drain. Health probes and metrics are exempt.
+// another replica while in-flight requests drain. Health probes and metrics are exempt. A
+// gRPC call gets 503, which WithGRPCStatus makes UNAVAILABLE: the code gRPC clients and their
+// retry policies take to mean "try again, elsewhere" (RESOURCE_EXHAUSTED means "slow down").
 func WithRetryAfter(next http.Handler, shouldRetry <-chan struct{}) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !closed(shouldRetry) || isExemptFromRetryAfter(r) {
@@ -18,8 +20,11 @@ func WithRetryAfter(next http.Handler, shouldRetry <-chan struct{}) http.Handler
 		}
 		w.Header().Set("Retry-After", "5")
 		w.Header().Set("Connection", "close")
-		WriteError(w, http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests,
-			"The apiserver is shutting down, please try again later.")
+		code, reason := http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests
+		if IsGRPC(r) {
+			code, reason = http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable
+		}
+		WriteError(w, code, reason, "The apiserver is shutting down, please try again later.")
 	})
 }
 
@@ -33,8 +38,9 @@ func closed(ch <-chan struct{}) bool {
 }
 
 // pathPrefixesExemptFromRetryAfter are served even while shutting down, as in kube: health
-// probes and metrics scraping must keep getting real answers while the server drains.
-var pathPrefixesExemptFromRetryAfter = []string{"/readyz", "/livez", "/healthz", "/metrics"}
+// probes and metrics scraping must keep getting real answers while the server drains (gRPC
+// health answers NOT_SERVING then).
+var pathPrefixesExemptFromRetryAfter = []string{"/readyz", "/livez", "/healthz", "/metrics", "/grpc.health.v1.Health/"}
 
 // isExemptFromRetryAfter is shared by WithRetryAfter and WithWaitGroup, as kube shares it, so
 // the two filters never disagree about which requests are turned away.

@@ -77,3 +77,24 @@ func TestWithRetryAfterClosesConnection(t *testing.T) {
 	assert.Equal(t, "5", resp.Header.Get("Retry-After"))
 	assert.True(t, resp.Close, "the client must be told the connection closes")
 }
+
+// A gRPC call turned away during shutdown is UNAVAILABLE (try elsewhere) with a RetryInfo,
+// not RESOURCE_EXHAUSTED; gRPC health checks are still answered.
+func TestWithRetryAfterGRPC(t *testing.T) {
+	shutdown := make(chan struct{})
+	close(shutdown)
+	h := WithGRPCStatus(WithRetryAfter(okHandler, shutdown))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, grpcRequest())
+	assert.Equal(t, "14", rec.Header().Get("Grpc-Status"), "UNAVAILABLE")
+	assert.Equal(t, "The apiserver is shutting down, please try again later.", rec.Header().Get("Grpc-Message"))
+	assert.NotEmpty(t, rec.Header().Get("Grpc-Status-Details-Bin"))
+	assert.Equal(t, "close", rec.Header().Get("Connection"))
+
+	health := grpcRequest()
+	health.URL.Path = "/grpc.health.v1.Health/Check"
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, health)
+	assert.Equal(t, http.StatusOK, rec.Code)
+	assert.Empty(t, rec.Header().Get("Grpc-Status"))
+}
