@@ -84,10 +84,7 @@ var jsonEncoding = &resourcev1.Encoding{Accept: mediaJSON}
 // Get reads the object name.
 func (r *Resource[T, L]) Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error) {
 	resp, err := r.c.resources.Get(ctx, &resourcev1.GetRequest{Ref: r.named(name), Encoding: r.accept, ResourceVersion: opts.ResourceVersion})
-	if err != nil {
-		return *new(T), asStatusError(err)
-	}
-	return decode(resp.GetBody(), r.newObject())
+	return answer(resp, err, r.newObject())
 }
 
 // List reads the collection, one page of opts.Limit objects from opts.Continue when a limit
@@ -95,10 +92,7 @@ func (r *Resource[T, L]) Get(ctx context.Context, name string, opts metav1.GetOp
 func (r *Resource[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, error) {
 	resp, err := r.c.resources.List(ctx, &resourcev1.ListRequest{Ref: r.named(""), Encoding: r.accept, Options: listOptions(opts),
 		PageSize: opts.Limit, PageToken: opts.Continue})
-	if err != nil {
-		return *new(L), asStatusError(err)
-	}
-	return decode(resp.GetBody(), r.newList())
+	return answer(resp, err, r.newList())
 }
 
 // Create makes obj (in the resource's namespace).
@@ -109,28 +103,18 @@ func (r *Resource[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOp
 	}
 	resp, err := r.c.resources.Create(ctx, &resourcev1.CreateRequest{Ref: r.named(""), Encoding: r.accept, Body: body,
 		Options: writeOptions(opts.DryRun, opts.FieldManager, opts.FieldValidation)})
-	if err != nil {
-		return *new(T), asStatusError(err)
-	}
-	return decode(resp.GetBody(), r.newObject())
+	return answer(resp, err, r.newObject())
 }
 
 // Update replaces the object obj names with obj.
 func (r *Resource[T, L]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
-	acc, err := meta.Accessor(obj)
+	name, body, err := encodeNamed(obj)
 	if err != nil {
 		return *new(T), err
 	}
-	body, err := encode(obj)
-	if err != nil {
-		return *new(T), err
-	}
-	resp, err := r.c.resources.Update(ctx, &resourcev1.UpdateRequest{Ref: r.named(acc.GetName()), Encoding: r.accept, Body: body,
+	resp, err := r.c.resources.Update(ctx, &resourcev1.UpdateRequest{Ref: r.named(name), Encoding: r.accept, Body: body,
 		Options: writeOptions(opts.DryRun, opts.FieldManager, opts.FieldValidation)})
-	if err != nil {
-		return *new(T), asStatusError(err)
-	}
-	return decode(resp.GetBody(), r.newObject())
+	return answer(resp, err, r.newObject())
 }
 
 // Patch changes the object name with a JSON, merge, strategic-merge or apply patch
@@ -140,23 +124,16 @@ func (r *Resource[T, L]) Patch(ctx context.Context, name string, pt types.PatchT
 	resp, err := r.c.resources.Patch(ctx, &resourcev1.PatchRequest{Ref: r.named(name), Encoding: r.accept,
 		Body:    &resourcev1.Body{ContentType: string(pt), Data: data},
 		Options: writeOptions(opts.DryRun, opts.FieldManager, opts.FieldValidation), Force: opts.Force != nil && *opts.Force})
-	if err != nil {
-		return *new(T), asStatusError(err)
-	}
-	return decode(resp.GetBody(), r.newObject())
+	return answer(resp, err, r.newObject())
 }
 
 // Apply is server-side apply of obj (which names the object) by manager.
 func (r *Resource[T, L]) Apply(ctx context.Context, obj T, manager string, force bool) (T, error) {
-	acc, err := meta.Accessor(obj)
+	name, body, err := encodeNamed(obj)
 	if err != nil {
 		return *new(T), err
 	}
-	body, err := encode(obj)
-	if err != nil {
-		return *new(T), err
-	}
-	return r.Patch(ctx, acc.GetName(), types.ApplyYAMLPatchType, body.GetData(), metav1.PatchOptions{FieldManager: manager, Force: &force})
+	return r.Patch(ctx, name, types.ApplyYAMLPatchType, body.GetData(), metav1.PatchOptions{FieldManager: manager, Force: &force})
 }
 
 // Delete removes the object name (opts carry preconditions, grace period and propagation).
@@ -278,12 +255,31 @@ func deleteBody(opts metav1.DeleteOptions) (*resourcev1.Body, error) {
 	return &resourcev1.Body{ContentType: mediaJSON, Data: data}, nil
 }
 
+// encodeNamed is obj's name and JSON.
+func encodeNamed(obj runtime.Object) (string, *resourcev1.Body, error) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return "", nil, err
+	}
+	body, err := encode(obj)
+	return acc.GetName(), body, err
+}
+
 func encode(obj runtime.Object) (*resourcev1.Body, error) {
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return nil, fmt.Errorf("apichain client: encoding %T: %w", obj, err)
 	}
 	return &resourcev1.Body{ContentType: mediaJSON, Data: data}, nil
+}
+
+// answer is the object a call answered with, decoded into into, or the call's error as a
+// *StatusError.
+func answer[R interface{ GetBody() *resourcev1.Body }, T runtime.Object](resp R, err error, into T) (T, error) {
+	if err != nil {
+		return *new(T), asStatusError(err)
+	}
+	return decode(resp.GetBody(), into)
 }
 
 func decode[T runtime.Object](body *resourcev1.Body, into T) (T, error) {

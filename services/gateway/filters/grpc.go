@@ -11,7 +11,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
-	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/pkg/rpcstatus"
@@ -35,16 +34,21 @@ func GRPCRequestInfo() (grpc.UnaryServerInterceptor, grpc.StreamServerIntercepto
 		return handler(ctx, req)
 	}
 	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		if !info.IsServerStream || info.IsClientStream { // each message is its own request: the method describes it
+		var first proto.Message
+		if info.IsServerStream && !info.IsClientStream {
+			first = newInput(info.FullMethod)
+		}
+		// A client stream's messages are each their own request (reflection), and a message of
+		// no registered type cannot be read: the method describes those calls.
+		if first == nil {
 			describe(ss.Context(), info.FullMethod, nil)
 			return handler(srv, ss)
 		}
-		first := &firstMessage{ServerStream: ss}
-		if err := first.receive(info.FullMethod); err != nil {
+		if err := ss.RecvMsg(first); err != nil {
 			return err
 		}
-		describe(ss.Context(), info.FullMethod, first.msg)
-		return handler(srv, first)
+		describe(ss.Context(), info.FullMethod, first)
+		return handler(srv, &firstMessage{ServerStream: ss, first: first})
 	}
 	return unary, stream
 }
@@ -76,39 +80,23 @@ func GRPCAuthorization(a authz.Authorizer) (grpc.UnaryServerInterceptor, grpc.St
 	return unary, stream
 }
 
-// firstMessage reads a server stream's request before the handler does, and gives it to the
-// handler's first RecvMsg.
+// firstMessage gives the request read before the handler ran to the handler's first RecvMsg.
 type firstMessage struct {
 	grpc.ServerStream
-	raw      []byte
-	msg      proto.Message // the request decoded, nil if its type is not registered
-	consumed bool
-}
-
-// receive reads the first message as bytes (an Empty keeps every field as unknown) and
-// decodes it as the method's input type.
-func (f *firstMessage) receive(method string) error {
-	var raw emptypb.Empty
-	if err := f.ServerStream.RecvMsg(&raw); err != nil {
-		return err
-	}
-	f.raw = raw.ProtoReflect().GetUnknown()
-	if msg := newInput(method); msg != nil && proto.Unmarshal(f.raw, msg) == nil {
-		f.msg = msg
-	}
-	return nil
+	first proto.Message // nil once given
 }
 
 func (f *firstMessage) RecvMsg(m any) error {
-	if f.consumed {
+	if f.first == nil {
 		return f.ServerStream.RecvMsg(m)
 	}
-	f.consumed = true
 	pm, ok := m.(proto.Message)
-	if !ok {
+	if !ok || pm.ProtoReflect().Descriptor() != f.first.ProtoReflect().Descriptor() {
 		return status.Errorf(codes.Internal, "unexpected message type %T", m)
 	}
-	return proto.Unmarshal(f.raw, pm)
+	proto.Merge(pm, f.first)
+	f.first = nil
+	return nil
 }
 
 // newInput is a new request message of the gRPC method /<service>/<method>.
