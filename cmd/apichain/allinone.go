@@ -21,6 +21,7 @@ import (
 
 // The all-in-one's own modules; the others are the services' and NATS's.
 const (
+	moduleDataDirLock  = "data-dir-lock"
 	moduleEmbeddedEtcd = "embedded-etcd"
 	moduleEmbeddedNATS = "embedded-nats"
 	moduleAll          = "all"
@@ -50,12 +51,17 @@ func newCommand() *cobra.Command {
 
 	p := process.New()
 	p.Register(a.gw.OptionsModule())
-	p.Register(a.gw.PKIModule())
-	p.Register(process.Module{Name: moduleEmbeddedEtcd, Deps: []string{gateway.ModuleOptions}, Init: a.startEtcd,
+	// One all-in-one per data directory: a second fails at once, naming the first, instead of
+	// waiting on the embedded etcd's database lock.
+	p.Register(process.Module{Name: moduleDataDirLock, Deps: []string{gateway.ModuleOptions}, Init: a.lockDataDir})
+	pki := a.gw.PKIModule()
+	pki.Deps = append(pki.Deps, moduleDataDirLock)
+	p.Register(pki)
+	p.Register(process.Module{Name: moduleEmbeddedEtcd, Deps: []string{gateway.ModuleOptions, moduleDataDirLock}, Init: a.startEtcd,
 		Flags: func(fs *pflag.FlagSet) {
 			fs.StringSliceVar(&a.etcdServers, "etcd-servers", nil, "etcd client URLs (default: an embedded etcd in --data-dir).")
 		}})
-	p.Register(process.Module{Name: moduleEmbeddedNATS, Deps: []string{gateway.ModuleOptions}, Init: a.startNATS})
+	p.Register(process.Module{Name: moduleEmbeddedNATS, Deps: []string{gateway.ModuleOptions, moduleDataDirLock}, Init: a.startNATS})
 	conn := a.conn.Module("apichain")
 	conn.Deps = append(conn.Deps, moduleEmbeddedNATS)
 	p.Register(conn)
@@ -124,11 +130,19 @@ func (a *allInOne) backendModule(svc backend.Service) process.Module {
 	return m
 }
 
-func (a *allInOne) startEtcd(_ context.Context, log *slog.Logger) (process.Service, error) {
+func (a *allInOne) lockDataDir(context.Context, *slog.Logger) (process.Service, error) {
+	l, err := embedded.LockDataDir(a.gw.Options.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	return process.CloseOnStop(l.Unlock), nil
+}
+
+func (a *allInOne) startEtcd(ctx context.Context, log *slog.Logger) (process.Service, error) {
 	if len(a.etcdServers) > 0 {
 		return nil, nil
 	}
-	e, err := embedded.StartEtcd(a.gw.Options.DataDir, 0, 0)
+	e, err := embedded.StartEtcd(ctx, a.gw.Options.DataDir, 0, 0)
 	if err != nil {
 		return nil, err
 	}

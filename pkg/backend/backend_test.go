@@ -47,7 +47,7 @@ func startBackend(t *testing.T) (*Backend, *certs.PKI) {
 	require.NoError(t, err)
 	t.Cleanup(nats.Stop)
 
-	etcd, err := embedded.StartEtcd(t.TempDir(), 0, 0)
+	etcd, err := embedded.StartEtcd(context.Background(), t.TempDir(), 0, 0)
 	require.NoError(t, err)
 	t.Cleanup(etcd.Stop)
 

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -16,8 +17,9 @@ type Etcd struct {
 }
 
 // StartEtcd starts etcd storing under dir/etcd, serving clients on 127.0.0.1:clientPort and
-// peers on 127.0.0.1:peerPort (0 picks a free port).
-func StartEtcd(dir string, clientPort, peerPort int) (*Etcd, error) {
+// peers on 127.0.0.1:peerPort (0 picks a free port). It gives up when ctx is done (a signal
+// during startup), even while etcd waits on its database's lock.
+func StartEtcd(ctx context.Context, dir string, clientPort, peerPort int) (*Etcd, error) {
 	for _, p := range []*int{&clientPort, &peerPort} {
 		if *p == 0 {
 			free, err := freePort()
@@ -40,9 +42,29 @@ func StartEtcd(dir string, clientPort, peerPort int) (*Etcd, error) {
 	// One member elects itself: short ticks make that (and so startup) fast without the
 	// risk they would carry in a real cluster.
 	cfg.TickMs, cfg.ElectionMs = 10, 100
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("etcd: %w", err)
+	type started struct {
+		e   *embed.Etcd
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		e, err := embed.StartEtcd(cfg)
+		done <- started{e, err}
+	}()
+	var e *embed.Etcd
+	select {
+	case s := <-done:
+		if s.err != nil {
+			return nil, fmt.Errorf("etcd: %w", s.err)
+		}
+		e = s.e
+	case <-ctx.Done():
+		go func() { // etcd may still start: close it then
+			if s := <-done; s.e != nil {
+				s.e.Close()
+			}
+		}()
+		return nil, fmt.Errorf("etcd: not started: %w", context.Cause(ctx))
 	}
 	select {
 	case <-e.Server.ReadyNotify():
@@ -52,6 +74,9 @@ func StartEtcd(dir string, clientPort, peerPort int) (*Etcd, error) {
 	case err := <-e.Err():
 		e.Close()
 		return nil, fmt.Errorf("etcd: %w", err)
+	case <-ctx.Done():
+		e.Close()
+		return nil, fmt.Errorf("etcd: not ready: %w", context.Cause(ctx))
 	}
 	return &Etcd{e: e}, nil
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -46,7 +47,7 @@ func TestAllInOneReadyzWaitsForEveryHook(t *testing.T) {
 		"readyz check failed")
 	assert.Contains(t, body, "[+]poststarthook/start-lifecycle-watcher ok")
 
-	etcd, err := embedded.StartEtcd(t.TempDir(), etcdClient, etcdPeer)
+	etcd, err := embedded.StartEtcd(context.Background(), t.TempDir(), etcdClient, etcdPeer)
 	require.NoError(t, err)
 	defer etcd.Stop()
 
@@ -240,4 +241,23 @@ func TestMaxInFlightBurst(t *testing.T) {
 	assert.Equal(t, http.StatusOK, <-first)
 	code, _ = get("/version")
 	assert.Equal(t, http.StatusOK, code, "the limit frees up once the request finished")
+}
+
+// One all-in-one per data directory: a second one on the same directory (another port) fails
+// at once, naming the first's PID, and the first goes on serving. A signal during startup ends
+// a start that waits (here on an etcd nobody serves).
+func TestDataDirHasOneOwner(t *testing.T) {
+	c, first := startAllInOne(t)
+	second := start(t, "apichain", "--data-dir", c.dataDir(), "--secure-port", "0")
+	assert.NotEqual(t, 0, second.wait(20*time.Second), "the second all-in-one fails")
+	assert.Contains(t, second.output(), fmt.Sprintf("data directory %s is in use by process %d (it holds %s)",
+		c.dataDir(), first.cmd.Process.Pid, filepath.Join(c.dataDir(), "apichain.lock")))
+	c.waitReady(10 * time.Second)
+
+	waiting := start(t, "apichain", "--data-dir", tempDataDir(t), "--secure-port", "0",
+		"--etcd-servers", fmt.Sprintf("http://127.0.0.1:%d", freePort(t)))
+	require.Eventually(t, func() bool { return strings.Contains(waiting.output(), "apichain all-in-one starting") },
+		30*time.Second, 20*time.Millisecond, "the all-in-one gets as far as waiting on etcd")
+	waiting.signal(sigterm)
+	waiting.wait(20 * time.Second)
 }

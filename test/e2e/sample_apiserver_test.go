@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -112,7 +113,7 @@ func startSampleAPIServer(t *testing.T, server, caFile, adminKubeconfig string) 
 	caPEM, err := os.ReadFile(caFile)
 	require.NoError(t, err)
 	dir := t.TempDir()
-	etcd, err := embedded.StartEtcd(t.TempDir(), freePort(t), freePort(t))
+	etcd, err := embedded.StartEtcd(context.Background(), t.TempDir(), freePort(t), freePort(t))
 	require.NoError(t, err)
 	t.Cleanup(etcd.Stop)
 	s := &sampleServer{t: t, port: freePort(t), caBundle: installSample(t, dir, server, caPEM, adminKubeconfig), audit: filepath.Join(dir, "audit.log")}

@@ -38,7 +38,7 @@ type cluster struct {
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	c := &cluster{t: t, data: tempDataDir(t), ports: map[string]int{}, backends: map[string]*process{}}
-	etcd, err := embedded.StartEtcd(t.TempDir(), freePort(t), freePort(t))
+	etcd, err := embedded.StartEtcd(context.Background(), t.TempDir(), freePort(t), freePort(t))
 	require.NoError(t, err)
 	t.Cleanup(etcd.Stop)
 	c.etcd = etcd.Endpoints()[0]

@@ -4,6 +4,7 @@
 package embeddedtest
 
 import (
+	"context"
 	"os"
 
 	"github.com/apichain/apichain/pkg/embedded"
@@ -15,7 +16,7 @@ func Etcd() (endpoints []string, stop func(), err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	e, err := embedded.StartEtcd(dir, 0, 0)
+	e, err := embedded.StartEtcd(context.Background(), dir, 0, 0)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, nil, err
