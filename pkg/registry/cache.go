@@ -97,15 +97,31 @@ func (c *watchCache) sync(ctx context.Context) error {
 	c.notifyLocked()
 	c.mu.Unlock()
 	c.log.Info("Caches are synced", "resource", c.r.GroupResource().String(), "objects", len(objects), "resourceVersion", page.Revision)
-	for ev := range c.h.store.Watch(ctx, prefix(c.r, ""), page.Revision) {
-		if ev.Err != nil {
-			return ev.Err
+	// A watch that etcd ends (its member lost the leader, the connection broke) is taken up
+	// again from the cache's revision, so the cache and its watchers ride through it; only a
+	// compaction past that revision means listing again.
+	for {
+		c.mu.Lock()
+		from := c.rev
+		c.mu.Unlock()
+		err := ctx.Err()
+		for ev := range c.h.store.Watch(ctx, prefix(c.r, ""), from) {
+			if err = ev.Err; err != nil {
+				break
+			}
+			if err := c.apply(ev); err != nil {
+				return err
+			}
 		}
-		if err := c.apply(ev); err != nil {
+		if ctx.Err() != nil || errors.Is(err, storage.ErrCompacted) {
 			return err
 		}
+		c.log.Debug("watch cache resuming its watch", "resource", c.r.Name, "resourceVersion", from, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return ctx.Err()
 }
 
 func (c *watchCache) apply(ev storage.Event) error {

@@ -28,6 +28,12 @@ func storeError(err error, gr schema.GroupResource, name string) error {
 		return apierrors.NewResourceExpired("too old resource version")
 	case errors.Is(err, storage.ErrFutureRV):
 		return apierrors.NewTimeoutError("Too large resource version", 1)
+	case errors.Is(err, storage.ErrUnavailable): // nothing was written: try again
+		st := apierrors.NewServiceUnavailable(err.Error())
+		st.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+		return st
+	case errors.Is(err, storage.ErrOutcomeUnknown):
+		return apierrors.NewTimeoutError(err.Error(), 1)
 	case errors.Is(err, context.DeadlineExceeded):
 		return apierrors.NewTimeoutError("request did not complete within the allowed duration", 0)
 	}

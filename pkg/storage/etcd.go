@@ -12,13 +12,20 @@ import (
 )
 
 // NewClient connects to etcd. The client dials lazily, so a process can start before etcd.
+// Keepalives find a member that vanished without closing its connections (SIGKILLed, its
+// host gone) within seconds, so the calls on them fail and are tried on another member.
 func NewClient(endpoints []string) (*clientv3.Client, error) {
 	return clientv3.New(clientv3.Config{
-		Endpoints:   endpoints,
-		DialTimeout: 5 * time.Second,
-		Logger:      zap.NewNop(),
+		Endpoints:            endpoints,
+		DialTimeout:          5 * time.Second,
+		DialKeepAliveTime:    keepAliveTime,
+		DialKeepAliveTimeout: 5 * time.Second,
+		Logger:               zap.NewNop(),
 	})
 }
+
+// keepAliveTime is the least interval grpc-go pings at (kube-apiserver pings every 30 s).
+const keepAliveTime = 10 * time.Second
 
 // Ping asks every endpoint for its status, like kube's etcd health check.
 func Ping(ctx context.Context, c *clientv3.Client) error {

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,13 +22,15 @@ var (
 )
 
 // Store keeps objects as bytes under keys in etcd; an object's resource version is its
-// etcd mod revision.
+// etcd mod revision. Reads and writes ride through etcd's unavailability (a leader change, a
+// member gone) within their request's deadline; see retry.go.
 type Store struct {
 	client *clientv3.Client
+	kv     clientv3.KV // the client's; tests put failures in between
 }
 
 // NewStore wraps an etcd client.
-func NewStore(c *clientv3.Client) *Store { return &Store{client: c} }
+func NewStore(c *clientv3.Client) *Store { return &Store{client: c, kv: c} }
 
 // KV is one stored object.
 type KV struct {
@@ -42,9 +45,9 @@ func (s *Store) Get(ctx context.Context, key string, rev int64) (*KV, int64, err
 	if rev > 0 {
 		opts = append(opts, clientv3.WithRev(rev))
 	}
-	resp, err := s.client.Get(ctx, key, opts...)
+	resp, err := read(ctx, func() (*clientv3.GetResponse, error) { return s.kv.Get(ctx, key, opts...) })
 	if err != nil {
-		return nil, 0, mapErr(err)
+		return nil, 0, err
 	}
 	if len(resp.Kvs) == 0 {
 		return nil, resp.Header.Revision, ErrNotFound
@@ -53,57 +56,125 @@ func (s *Store) Get(ctx context.Context, key string, rev int64) (*KV, int64, err
 	return &KV{Key: string(kv.Key), Value: kv.Value, ModRevision: kv.ModRevision}, resp.Header.Revision, nil
 }
 
-// Create writes key only if it does not exist.
+// Create writes key only if it does not exist. When etcd lost the answer to a try, the key
+// found by the next is this create's if it was created with this value (values hold the
+// object's UID, so another create's differs).
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
-	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(value))).
-		Commit()
-	if err != nil {
-		return 0, mapErr(err)
-	}
-	if !resp.Succeeded {
-		return 0, ErrAlreadyExists
-	}
-	return resp.Header.Revision, nil
-}
-
-// Update writes key only if its mod revision is still expected.
-func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64) (int64, error) {
-	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(key), "=", expected)).
-		Then(clientv3.OpPut(key, string(value))).
-		Else(clientv3.OpGet(key)).
-		Commit()
-	if err != nil {
-		return 0, mapErr(err)
-	}
-	if !resp.Succeeded {
-		if len(resp.Responses) > 0 && len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
-			return 0, ErrNotFound
+	return write(ctx, func() clientv3.Txn {
+		return s.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, string(value))).Else(clientv3.OpGet(key))
+	}, func(resp *clientv3.TxnResponse, lost bool) (int64, error) {
+		if resp.Succeeded {
+			return resp.Header.Revision, nil
 		}
-		return 0, ErrConflict
-	}
-	return resp.Header.Revision, nil
+		if kv := current(resp); lost && kv != nil {
+			created := kv.Value
+			if kv.CreateRevision != kv.ModRevision { // changed since: read it as it was created
+				first, _, err := s.Get(ctx, key, kv.CreateRevision)
+				if err != nil {
+					return 0, fmt.Errorf("%w: %v", ErrOutcomeUnknown, err)
+				}
+				created = first.Value
+			}
+			if bytes.Equal(created, value) {
+				return kv.CreateRevision, nil
+			}
+		}
+		return 0, ErrAlreadyExists
+	})
 }
 
-// Delete removes key if its mod revision is still expected (0: whatever it is).
+// Update writes key only if its mod revision is still expected. When etcd lost the answer to
+// a try, a failed condition may be that try's write: it was if the key's first change after
+// expected wrote this value.
+func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64) (int64, error) {
+	return write(ctx, func() clientv3.Txn {
+		return s.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", expected)).
+			Then(clientv3.OpPut(key, string(value))).Else(clientv3.OpGet(key))
+	}, s.settleConditional(ctx, key, expected, value))
+}
+
+// Delete removes key if its mod revision is still expected (0: whatever it is). When etcd lost
+// the answer to a try, a failed condition may be that try's delete: it was if the key's first
+// change after expected deleted it.
 func (s *Store) Delete(ctx context.Context, key string, expected int64) (int64, error) {
 	cmp := clientv3.Compare(clientv3.ModRevision(key), ">", 0)
 	if expected > 0 {
 		cmp = clientv3.Compare(clientv3.ModRevision(key), "=", expected)
 	}
-	resp, err := s.client.Txn(ctx).If(cmp).Then(clientv3.OpDelete(key)).Else(clientv3.OpGet(key)).Commit()
-	if err != nil {
-		return 0, mapErr(err)
-	}
-	if !resp.Succeeded {
-		if len(resp.Responses) > 0 && len(resp.Responses[0].GetResponseRange().Kvs) == 0 {
+	return write(ctx, func() clientv3.Txn {
+		return s.kv.Txn(ctx).If(cmp).Then(clientv3.OpDelete(key)).Else(clientv3.OpGet(key))
+	}, s.settleConditional(ctx, key, expected, nil))
+}
+
+// settleConditional answers a write conditional on key's mod revision being expected; value
+// is what it put (nil: a delete).
+func (s *Store) settleConditional(ctx context.Context, key string, expected int64, value []byte) func(*clientv3.TxnResponse, bool) (int64, error) {
+	return func(resp *clientv3.TxnResponse, lost bool) (int64, error) {
+		if resp.Succeeded {
+			return resp.Header.Revision, nil
+		}
+		kv := current(resp)
+		if lost {
+			if value == nil && expected == 0 && kv == nil {
+				return resp.Header.Revision, nil // an unconditional delete: the key is gone
+			}
+			if expected > 0 {
+				rev, ours, err := s.firstChangeAfter(ctx, key, expected, value)
+				if err != nil {
+					return 0, err
+				}
+				if ours {
+					return rev, nil
+				}
+			}
+		}
+		if kv == nil {
 			return 0, ErrNotFound
 		}
 		return 0, ErrConflict
 	}
-	return resp.Header.Revision, nil
+}
+
+// firstChangeAfter reads key's first change after revision rev from etcd's history, and
+// reports whether it put value (nil: deleted the key), with its revision.
+func (s *Store) firstChangeAfter(ctx context.Context, key string, rev int64, value []byte) (int64, bool, error) {
+	r := newRetrier(ctx)
+	for {
+		wctx, cancel := context.WithDeadline(ctx, r.until)
+		var err error
+		for resp := range s.client.Watch(wctx, key, clientv3.WithRev(rev+1)) {
+			if err = resp.Err(); err != nil {
+				break
+			}
+			if len(resp.Events) > 0 {
+				cancel()
+				ev := resp.Events[0]
+				if value == nil {
+					return ev.Kv.ModRevision, ev.Type == mvccpb.DELETE, nil
+				}
+				return ev.Kv.ModRevision, ev.Type == mvccpb.PUT && bytes.Equal(ev.Kv.Value, value), nil
+			}
+		}
+		cancel()
+		if err == nil {
+			err = wctx.Err()
+		}
+		if errors.Is(err, rpctypes.ErrCompacted) || !r.again(err) {
+			return 0, false, fmt.Errorf("%w: %v", ErrOutcomeUnknown, err)
+		}
+	}
+}
+
+// current is the key a failed conditional write read instead (nil: there is none).
+func current(resp *clientv3.TxnResponse) *mvccpb.KeyValue {
+	if len(resp.Responses) == 0 {
+		return nil
+	}
+	if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		return kvs[0]
+	}
+	return nil
 }
 
 // ListResult is one page of a list.
@@ -133,9 +204,9 @@ func (s *Store) List(ctx context.Context, prefix string, rev int64, startKey str
 	if limit > 0 {
 		opts = append(opts, clientv3.WithLimit(limit))
 	}
-	resp, err := s.client.Get(ctx, from, opts...)
+	resp, err := read(ctx, func() (*clientv3.GetResponse, error) { return s.kv.Get(ctx, from, opts...) })
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, err
 	}
 	out := &ListResult{Revision: resp.Header.Revision, More: resp.More}
 	if rev > 0 {
@@ -234,9 +305,11 @@ func send(ctx context.Context, ch chan<- Event, e Event) bool {
 
 // CurrentRevision is etcd's current revision.
 func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
-	resp, err := s.client.Get(ctx, "/registry/__revision_probe", clientv3.WithCountOnly())
+	resp, err := read(ctx, func() (*clientv3.GetResponse, error) {
+		return s.kv.Get(ctx, "/registry/__revision_probe", clientv3.WithCountOnly())
+	})
 	if err != nil {
-		return 0, mapErr(err)
+		return 0, err
 	}
 	return resp.Header.Revision, nil
 }

@@ -6,6 +6,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -68,8 +69,14 @@ func WriteError(w http.ResponseWriter, err error) {
 	if st != nil {
 		code = int(st.Code)
 	}
-	if code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", "1")
+	// As kube's responsewriters do, a Status that says when to retry says it in Retry-After
+	// too (client-go retries on it, writes included).
+	retryAfter := retryAfterSeconds(st, data)
+	if retryAfter == 0 && (code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests) {
+		retryAfter = 1
+	}
+	if retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter)))
 	}
 	if st != nil {
 		filters.WriteStatus(w, st)
@@ -278,4 +285,18 @@ func (p *REST) serveWatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 			return
 		}
 	}
+}
+
+// retryAfterSeconds is the Status's details.retryAfterSeconds, from st or else from its JSON.
+func retryAfterSeconds(st *metav1.Status, data []byte) int32 {
+	if st == nil {
+		st = &metav1.Status{}
+		if json.Unmarshal(data, st) != nil {
+			return 0
+		}
+	}
+	if st.Details == nil {
+		return 0
+	}
+	return st.Details.RetryAfterSeconds
 }

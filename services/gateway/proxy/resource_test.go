@@ -78,6 +78,8 @@ func TestNotFound(t *testing.T) {
 
 func TestWriteError(t *testing.T) {
 	conflict := rpcstatus.NewStatus(http.StatusConflict, metav1.StatusReasonConflict, "the object has been modified")
+	lost := rpcstatus.NewStatus(http.StatusGatewayTimeout, metav1.StatusReasonTimeout, "etcd lost the answer to a write")
+	lost.Details = &metav1.StatusDetails{RetryAfterSeconds: 2}
 	tests := []struct {
 		name       string
 		err        error
@@ -88,6 +90,7 @@ func TestWriteError(t *testing.T) {
 		{"end of chain", routing.ErrEndOfChain, http.StatusNotFound, metav1.StatusReasonNotFound, ""},
 		{"chain incomplete", routing.ErrChainIncomplete, http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "1"},
 		{"backend kube Status", rpcstatus.FromKube(conflict), http.StatusConflict, metav1.StatusReasonConflict, ""},
+		{"backend Status saying when to retry", rpcstatus.FromKube(lost), http.StatusGatewayTimeout, metav1.StatusReasonTimeout, "2"},
 		{"unreachable backend", status.Error(codes.Unavailable, "connection refused"), http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "1"},
 		{"throttled backend", status.Error(codes.ResourceExhausted, "slow down"), http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests, "1"},
 		{"plain error", errors.New("boom"), http.StatusInternalServerError, metav1.StatusReasonInternalError, ""},
