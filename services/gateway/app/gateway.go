@@ -460,7 +460,13 @@ func (g *Gateway) staticAddresses() []string {
 	return out
 }
 
-func (g *Gateway) dial(addr string) (grpc.ClientConnInterface, error) { return g.pool.Get(addr) }
+func (g *Gateway) dial(addr string) (grpc.ClientConnInterface, error) {
+	c, err := g.pool.Get(addr)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
 
 // retainConns closes connections to instances that are gone.
 func (g *Gateway) retainConns() {

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -8,43 +9,48 @@ import (
 	"google.golang.org/grpc/credentials"
 )
 
-// Pool keeps one gRPC connection per backend instance address.
+// Pool keeps one gRPC connection per backend instance address. A connection leaves the pool
+// when its instance leaves the routing set (its state expired, NATS lost or back, the replica
+// shut down), but is closed only once the calls on it have finished: a routing change never
+// cuts a request.
 type Pool struct {
 	mu    sync.Mutex
 	creds credentials.TransportCredentials
 	opts  []grpc.DialOption
-	conns map[string]*grpc.ClientConn
+	conns map[string]*Conn
 }
 
 // NewPool dials backends with creds and opts (the gateway adds its interceptors).
 func NewPool(creds credentials.TransportCredentials, opts ...grpc.DialOption) *Pool {
-	return &Pool{creds: creds, opts: opts, conns: map[string]*grpc.ClientConn{}}
+	return &Pool{creds: creds, opts: opts, conns: map[string]*Conn{}}
 }
 
 // Get returns the connection to addr, dialing it (lazily) the first time.
-func (p *Pool) Get(addr string) (*grpc.ClientConn, error) {
+func (p *Pool) Get(addr string) (*Conn, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.conns[addr]; ok {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(p.creds),
+	cc, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(p.creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20))}, p.opts...)...)
 	if err != nil {
 		return nil, err
 	}
+	c := &Conn{ClientConn: cc, pool: p, addr: addr}
 	p.conns[addr] = c
 	return c, nil
 }
 
-// Retain closes connections to addresses not in keep.
+// Retain lets go of the connections to addresses not in keep: each closes once its calls
+// have finished.
 func (p *Pool) Retain(keep map[string]bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for addr, c := range p.conns {
 		if !keep[addr] {
-			_ = c.Close()
 			delete(p.conns, addr)
+			c.retire()
 		}
 	}
 }
@@ -61,5 +67,87 @@ func (p *Pool) Reconnect(addrs []string) {
 	}
 }
 
-// CloseAll closes every connection.
+// CloseAll lets go of every connection.
 func (p *Pool) CloseAll() { p.Retain(nil) }
+
+// Conn is a pooled connection to one backend instance. It counts the calls on it, so that
+// one that left the pool closes after its last call rather than under it.
+type Conn struct {
+	*grpc.ClientConn
+	pool *Pool
+	addr string
+
+	mu      sync.Mutex
+	calls   int
+	retired bool // out of the pool: close after the last call
+	closed  bool
+}
+
+var _ grpc.ClientConnInterface = (*Conn)(nil)
+
+// Invoke makes a unary call.
+func (c *Conn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	cc, done, err := c.begin()
+	if err != nil {
+		return err
+	}
+	defer done()
+	return cc.Invoke(ctx, method, args, reply, opts...)
+}
+
+// NewStream opens a stream; it counts as a call until it finishes.
+func (c *Conn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	cc, done, err := c.begin()
+	if err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	finish := func() { once.Do(done) }
+	s, err := cc.NewStream(ctx, desc, method, append(opts, grpc.OnFinish(func(error) { finish() }))...)
+	if err != nil {
+		finish()
+		return nil, err
+	}
+	return s, nil
+}
+
+// begin counts a call. A caller that got this connection before it closed (it left the pool
+// between the routing decision and the call) makes the call on the pool's connection to the
+// same address instead.
+func (c *Conn) begin() (*grpc.ClientConn, func(), error) {
+	c.mu.Lock()
+	if !c.closed {
+		c.calls++
+		c.mu.Unlock()
+		return c.ClientConn, c.end, nil
+	}
+	c.mu.Unlock()
+	fresh, err := c.pool.Get(c.addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return fresh.begin()
+}
+
+func (c *Conn) end() {
+	c.mu.Lock()
+	c.calls--
+	closing := c.retired && c.calls == 0 && !c.closed
+	c.closed = c.closed || closing
+	c.mu.Unlock()
+	if closing {
+		_ = c.ClientConn.Close()
+	}
+}
+
+// retire closes the connection now if no call is on it, otherwise after the last one.
+func (c *Conn) retire() {
+	c.mu.Lock()
+	c.retired = true
+	closing := c.calls == 0 && !c.closed
+	c.closed = c.closed || closing
+	c.mu.Unlock()
+	if closing {
+		_ = c.ClientConn.Close()
+	}
+}

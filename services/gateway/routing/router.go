@@ -57,7 +57,7 @@ func (rt *Router) CountRequests(reg prometheus.Registerer) {
 }
 
 // Conn is the pooled connection to addr.
-func (rt *Router) Conn(addr string) (*grpc.ClientConn, error) { return rt.pool.Get(addr) }
+func (rt *Router) Conn(addr string) (*Conn, error) { return rt.pool.Get(addr) }
 
 func (rt *Router) served(t Target) {
 	if rt.perInstance != nil {
@@ -215,7 +215,7 @@ func notSent(err error) bool {
 }
 
 // connectWithin connects conn now (skipping its backoff) and waits up to d for it to be ready.
-func connectWithin(ctx context.Context, conn *grpc.ClientConn, d time.Duration) bool {
+func connectWithin(ctx context.Context, conn *Conn, d time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	conn.ResetConnectBackoff()

@@ -2,6 +2,8 @@ package routing
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
 	"net/http"
 	"sort"
@@ -17,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -330,7 +333,7 @@ type fakeChain struct {
 }
 
 func (f *fakeChain) call(_ context.Context, conn grpc.ClientConnInterface) (string, error) {
-	a := conn.(*grpc.ClientConn).Target()
+	a := conn.(*Conn).Target()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := len(f.calls)
@@ -682,4 +685,77 @@ func stateOf(shuttingDown bool) lifecyclev1.State {
 		return lifecyclev1.State_STATE_STOPPING
 	}
 	return lifecyclev1.State_STATE_RUNNING
+}
+
+// slowServer holds each Get until release is closed, and streams one event per Watch, then
+// holds it until release is closed too.
+type slowServer struct {
+	resourcev1.UnimplementedResourceServiceServer
+	started chan struct{}
+	release chan struct{}
+}
+
+func (s slowServer) Get(context.Context, *resourcev1.GetRequest) (*resourcev1.GetResponse, error) {
+	s.started <- struct{}{}
+	<-s.release
+	return &resourcev1.GetResponse{Body: &resourcev1.Body{Data: []byte("done")}}, nil
+}
+
+func (s slowServer) Watch(_ *resourcev1.WatchRequest, stream grpc.ServerStreamingServer[resourcev1.WatchResponse]) error {
+	if err := stream.Send(&resourcev1.WatchResponse{}); err != nil {
+		return err
+	}
+	s.started <- struct{}{}
+	<-s.release
+	return stream.Send(&resourcev1.WatchResponse{})
+}
+
+// A connection that leaves the pool while calls are on it closes only after they finish:
+// they complete; a caller still holding it afterwards is given a new connection.
+func TestPoolDrainsRetiredConnections(t *testing.T) {
+	srv := slowServer{started: make(chan struct{}, 2), release: make(chan struct{})}
+	addr := plainBackend(t, srv)
+	p := newTestPool(t)
+	c, err := p.Get(addr)
+	require.NoError(t, err)
+	client := resourcev1.NewResourceServiceClient(c)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	got := make(chan error, 1)
+	go func() {
+		resp, err := client.Get(ctx, &resourcev1.GetRequest{})
+		if err == nil && string(resp.GetBody().GetData()) != "done" {
+			err = errors.New("unexpected answer")
+		}
+		got <- err
+	}()
+	<-srv.started
+	stream, err := client.Watch(ctx, &resourcev1.WatchRequest{})
+	require.NoError(t, err)
+	_, err = stream.Recv()
+	require.NoError(t, err)
+	<-srv.started
+
+	p.Retain(nil) // the instance left the routing set, with a call and a watch on it
+	assert.NotEqual(t, connectivity.Shutdown, c.GetState(), "not closed under its calls")
+	close(srv.release)
+	require.NoError(t, <-got, "the unary call completed")
+	_, err = stream.Recv()
+	require.NoError(t, err, "the watch went on")
+	_, err = stream.Recv()
+	assert.ErrorIs(t, err, io.EOF)
+	require.Eventually(t, func() bool { return c.GetState() == connectivity.Shutdown }, 10*time.Second, 10*time.Millisecond,
+		"closed after the last call")
+
+	// A caller that picked it before it left: the call goes on a new connection.
+	_, err = client.Get(ctx, &resourcev1.GetRequest{})
+	require.NoError(t, err)
+	fresh, err := p.Get(addr)
+	require.NoError(t, err)
+	assert.NotSame(t, c, fresh)
+
+	// A connection without calls closes at once.
+	p.Retain(nil)
+	assert.Equal(t, connectivity.Shutdown, fresh.GetState())
 }
