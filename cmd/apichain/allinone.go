@@ -37,10 +37,12 @@ var backends = map[string]backend.Service{
 // certificates and instance id, and an embedded etcd and NATS unless real ones are given.
 type allInOne struct {
 	etcdServers []string
-	conn        *lifecycle.NATS
-	gw          *gateway.Modules
-	mu          sync.Mutex
-	addresses   map[string][]string // each backend's gRPC address, once it started (concurrently)
+	// etcd's client TLS, for --etcd-servers (kube-apiserver's flags).
+	etcdCAFile, etcdCertFile, etcdKeyFile string
+	conn                                  *lifecycle.NATS
+	gw                                    *gateway.Modules
+	mu                                    sync.Mutex
+	addresses                             map[string][]string // each backend's gRPC address, once it started (concurrently)
 }
 
 func newCommand() *cobra.Command {
@@ -60,6 +62,9 @@ func newCommand() *cobra.Command {
 	p.Register(process.Module{Name: moduleEmbeddedEtcd, Deps: []string{gateway.ModuleOptions, moduleDataDirLock}, Init: a.startEtcd,
 		Flags: func(fs *pflag.FlagSet) {
 			fs.StringSliceVar(&a.etcdServers, "etcd-servers", nil, "etcd client URLs (default: an embedded etcd in --data-dir).")
+			fs.StringVar(&a.etcdCAFile, "etcd-cafile", "", "SSL Certificate Authority file used to secure etcd communication.")
+			fs.StringVar(&a.etcdCertFile, "etcd-certfile", "", "SSL certification file used to secure etcd communication.")
+			fs.StringVar(&a.etcdKeyFile, "etcd-keyfile", "", "SSL key file used to secure etcd communication.")
 		}})
 	p.Register(process.Module{Name: moduleEmbeddedNATS, Deps: []string{gateway.ModuleOptions, moduleDataDirLock}, Init: a.startNATS})
 	conn := a.conn.Module("apichain")
@@ -112,6 +117,7 @@ func (a *allInOne) backendModule(svc backend.Service) process.Module {
 		bo.BindAddress = "127.0.0.1:0"
 		bo.Serving = certs.ServingOptions{CertFile: pki.BackendCertFile, KeyFile: pki.BackendKeyFile, ClientCAFile: pki.CAFile}
 		bo.EtcdServers = a.etcdServers
+		bo.EtcdCAFile, bo.EtcdCertFile, bo.EtcdKeyFile = a.etcdCAFile, a.etcdCertFile, a.etcdKeyFile
 		if svc.Name == topology.Core && gw.SecurePort != 0 {
 			core.KubernetesServicePort = int32(gw.SecurePort) // the kubernetes Service's target
 		}

@@ -61,7 +61,12 @@ func New(opts *Options, served []*discoveryv1.GroupVersion, nc *nats.Conn, log *
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", opts.BindAddress, err)
 	}
-	etcd, err := storage.NewClient(opts.EtcdServers)
+	etcdTLS, err := opts.EtcdTLS()
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("etcd TLS: %w", err)
+	}
+	etcd, err := storage.NewClient(opts.EtcdServers, etcdTLS)
 	if err != nil {
 		ln.Close()
 		return nil, err

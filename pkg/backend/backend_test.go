@@ -314,3 +314,22 @@ func TestHandlersSeeTheCaller(t *testing.T) {
 	assert.Contains(t, logs.String(), `msg="request handler panicked" method=/apichain.resource.v1.ResourceService/Create user=alice auditID=audit-7`)
 	assert.Contains(t, logs.String(), `msg=request method=/apichain.resource.v1.ResourceService/Create user=alice auditID=audit-7 code=Internal`)
 }
+
+func TestEtcdTLSOptions(t *testing.T) {
+	pki, err := certs.EnsurePKI(t.TempDir(), nil, []string{"apichain-backend"})
+	require.NoError(t, err)
+	opts := NewOptions("core")
+	opts.Serving = certs.ServingOptions{CertFile: pki.BackendCertFile, KeyFile: pki.BackendKeyFile, ClientCAFile: pki.CAFile}
+	cfg, err := opts.EtcdTLS()
+	require.NoError(t, err)
+	assert.Nil(t, cfg, "no flag: plain etcd")
+
+	opts.EtcdCertFile = pki.BackendCertFile
+	assert.ErrorContains(t, opts.Validate(), "--etcd-certfile and --etcd-keyfile must be given together")
+	opts.EtcdKeyFile, opts.EtcdCAFile = pki.BackendKeyFile, pki.CAFile
+	require.NoError(t, opts.Validate())
+	cfg, err = opts.EtcdTLS()
+	require.NoError(t, err)
+	assert.Len(t, cfg.Certificates, 1)
+	assert.NotNil(t, cfg.RootCAs)
+}

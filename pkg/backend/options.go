@@ -4,6 +4,7 @@
 package backend
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
@@ -23,8 +24,11 @@ type Options struct {
 	AdvertiseAddress string
 	Serving          certs.ServingOptions
 	EtcdServers      []string
-	MaxConnectionAge time.Duration
-	Generic          server.Options
+	// etcd's client TLS (kube-apiserver's flags): the CA that signed etcd's serving
+	// certificate, and this backend's client certificate when etcd asks for one.
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+	MaxConnectionAge                      time.Duration
+	Generic                               server.Options
 }
 
 // NewOptions returns defaults for service.
@@ -45,6 +49,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.AdvertiseAddress, "advertise-address", o.AdvertiseAddress, "Address the gateway dials (default: the bound address, with the hostname for 0.0.0.0).")
 	o.Serving.AddFlags(fs, "gRPC server", "the gateway", ".")
 	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", o.EtcdServers, "etcd client URLs.")
+	fs.StringVar(&o.EtcdCAFile, "etcd-cafile", o.EtcdCAFile, "SSL Certificate Authority file used to secure etcd communication.")
+	fs.StringVar(&o.EtcdCertFile, "etcd-certfile", o.EtcdCertFile, "SSL certification file used to secure etcd communication.")
+	fs.StringVar(&o.EtcdKeyFile, "etcd-keyfile", o.EtcdKeyFile, "SSL key file used to secure etcd communication.")
 	fs.DurationVar(&o.MaxConnectionAge, "max-connection-age", o.MaxConnectionAge, "Close gRPC connections after this age so clients re-resolve and new replicas get traffic.")
 	o.Lifecycle.AddFlags(fs)
 	o.Generic.AddFlags(fs)
@@ -62,5 +69,16 @@ func (o *Options) Validate() error {
 	if len(o.EtcdServers) == 0 {
 		errs = append(errs, errors.New("--etcd-servers is required"))
 	}
+	if (o.EtcdCertFile == "") != (o.EtcdKeyFile == "") {
+		errs = append(errs, errors.New("--etcd-certfile and --etcd-keyfile must be given together"))
+	}
 	return errors.Join(append(errs, o.Lifecycle.Validate())...)
+}
+
+// EtcdTLS is the TLS configuration for etcd, nil when no etcd TLS flag is set.
+func (o *Options) EtcdTLS() (*tls.Config, error) {
+	if o.EtcdCAFile == "" && o.EtcdCertFile == "" {
+		return nil, nil
+	}
+	return certs.ClientTLSConfig(o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile, "")
 }

@@ -51,7 +51,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer stopEtcd()
-	testClient, err = storage.NewClient(endpoints)
+	testClient, err = storage.NewClient(endpoints, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

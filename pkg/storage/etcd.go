@@ -3,6 +3,7 @@ package storage
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"time"
@@ -11,12 +12,14 @@ import (
 	"go.uber.org/zap"
 )
 
-// NewClient connects to etcd. The client dials lazily, so a process can start before etcd.
-// Keepalives find a member that vanished without closing its connections (SIGKILLed, its
-// host gone) within seconds, so the calls on them fail and are tried on another member.
-func NewClient(endpoints []string) (*clientv3.Client, error) {
+// NewClient connects to etcd, over TLS when tlsCfg is given (https endpoints). The client
+// dials lazily, so a process can start before etcd. Keepalives find a member that vanished
+// without closing its connections (SIGKILLed, its host gone) within seconds, so the calls on
+// them fail and are tried on another member.
+func NewClient(endpoints []string, tlsCfg *tls.Config) (*clientv3.Client, error) {
 	return clientv3.New(clientv3.Config{
 		Endpoints:            endpoints,
+		TLS:                  tlsCfg,
 		DialTimeout:          5 * time.Second,
 		DialKeepAliveTime:    keepAliveTime,
 		DialKeepAliveTimeout: 5 * time.Second,

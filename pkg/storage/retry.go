@@ -48,6 +48,18 @@ func newRetrier(ctx context.Context) *retrier {
 	return &retrier{ctx: ctx, until: until}
 }
 
+// try runs one try under the retries' deadline, so that a try that hangs (etcd's client
+// waits for a connection to be ready) still leaves time to answer. A request with less time
+// than that gets one try with all of it.
+func (r *retrier) try(op func(context.Context) error) error {
+	if !r.until.After(time.Now()) {
+		return op(r.ctx)
+	}
+	ctx, cancel := context.WithDeadline(r.ctx, r.until)
+	defer cancel()
+	return op(ctx)
+}
+
 // again reports whether err is etcd's unavailability and there is time to try again, after
 // waiting out the backoff.
 func (r *retrier) again(err error) bool {
@@ -123,10 +135,11 @@ func notWritten(err error) bool {
 
 // read runs op until etcd answers it, or fails otherwise than by being unavailable, or
 // time is up. Reads change nothing, so trying again is always safe.
-func read[T any](ctx context.Context, op func() (T, error)) (T, error) {
+func read[T any](ctx context.Context, op func(context.Context) (T, error)) (T, error) {
 	r := newRetrier(ctx)
 	for {
-		v, err := op()
+		var v T
+		err := r.try(func(ctx context.Context) (err error) { v, err = op(ctx); return err })
 		if err == nil || !r.again(err) {
 			return v, fail(ctx, err, false)
 		}
@@ -136,11 +149,12 @@ func read[T any](ctx context.Context, op func() (T, error)) (T, error) {
 // write commits a conditional write until etcd answers it; settle turns the answer into the
 // result. lost tells settle that an earlier try's answer was lost, so a failed condition
 // may be that try's own write: settle then finds out from etcd whether it was.
-func write(ctx context.Context, txn func() clientv3.Txn, settle func(resp *clientv3.TxnResponse, lost bool) (int64, error)) (int64, error) {
+func write(ctx context.Context, txn func(context.Context) clientv3.Txn, settle func(resp *clientv3.TxnResponse, lost bool) (int64, error)) (int64, error) {
 	r := newRetrier(ctx)
 	lost := false
 	for {
-		resp, err := txn().Commit()
+		var resp *clientv3.TxnResponse
+		err := r.try(func(ctx context.Context) (err error) { resp, err = txn(ctx).Commit(); return err })
 		if err == nil {
 			return settle(resp, lost)
 		}

@@ -45,7 +45,7 @@ func (s *Store) Get(ctx context.Context, key string, rev int64) (*KV, int64, err
 	if rev > 0 {
 		opts = append(opts, clientv3.WithRev(rev))
 	}
-	resp, err := read(ctx, func() (*clientv3.GetResponse, error) { return s.kv.Get(ctx, key, opts...) })
+	resp, err := read(ctx, func(ctx context.Context) (*clientv3.GetResponse, error) { return s.kv.Get(ctx, key, opts...) })
 	if err != nil {
 		return nil, 0, err
 	}
@@ -60,7 +60,7 @@ func (s *Store) Get(ctx context.Context, key string, rev int64) (*KV, int64, err
 // found by the next is this create's if it was created with this value (values hold the
 // object's UID, so another create's differs).
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
-	return write(ctx, func() clientv3.Txn {
+	return write(ctx, func(ctx context.Context) clientv3.Txn {
 		return s.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
 			Then(clientv3.OpPut(key, string(value))).Else(clientv3.OpGet(key))
 	}, func(resp *clientv3.TxnResponse, lost bool) (int64, error) {
@@ -88,7 +88,7 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 // a try, a failed condition may be that try's write: it was if the key's first change after
 // expected wrote this value.
 func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64) (int64, error) {
-	return write(ctx, func() clientv3.Txn {
+	return write(ctx, func(ctx context.Context) clientv3.Txn {
 		return s.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", expected)).
 			Then(clientv3.OpPut(key, string(value))).Else(clientv3.OpGet(key))
 	}, s.settleConditional(ctx, key, expected, value))
@@ -102,7 +102,7 @@ func (s *Store) Delete(ctx context.Context, key string, expected int64) (int64, 
 	if expected > 0 {
 		cmp = clientv3.Compare(clientv3.ModRevision(key), "=", expected)
 	}
-	return write(ctx, func() clientv3.Txn {
+	return write(ctx, func(ctx context.Context) clientv3.Txn {
 		return s.kv.Txn(ctx).If(cmp).Then(clientv3.OpDelete(key)).Else(clientv3.OpGet(key))
 	}, s.settleConditional(ctx, key, expected, nil))
 }
@@ -204,7 +204,7 @@ func (s *Store) List(ctx context.Context, prefix string, rev int64, startKey str
 	if limit > 0 {
 		opts = append(opts, clientv3.WithLimit(limit))
 	}
-	resp, err := read(ctx, func() (*clientv3.GetResponse, error) { return s.kv.Get(ctx, from, opts...) })
+	resp, err := read(ctx, func(ctx context.Context) (*clientv3.GetResponse, error) { return s.kv.Get(ctx, from, opts...) })
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +305,7 @@ func send(ctx context.Context, ch chan<- Event, e Event) bool {
 
 // CurrentRevision is etcd's current revision.
 func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
-	resp, err := read(ctx, func() (*clientv3.GetResponse, error) {
+	resp, err := read(ctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
 		return s.kv.Get(ctx, "/registry/__revision_probe", clientv3.WithCountOnly())
 	})
 	if err != nil {

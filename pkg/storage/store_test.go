@@ -33,7 +33,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer stopEtcd()
-	testClient, err = NewClient(endpoints)
+	testClient, err = NewClient(endpoints, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -62,7 +62,7 @@ func TestReadiness(t *testing.T) {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	dead, err := NewClient([]string{"http://" + addr})
+	dead, err := NewClient([]string{"http://" + addr}, nil)
 	require.NoError(t, err)
 	defer dead.Close()
 	short, cancelShort := context.WithTimeout(context.Background(), 300*time.Millisecond)

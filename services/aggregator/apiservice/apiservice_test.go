@@ -32,7 +32,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer stop()
-	client, err := storage.NewClient(endpoints)
+	client, err := storage.NewClient(endpoints, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

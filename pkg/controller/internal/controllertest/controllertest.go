@@ -47,7 +47,7 @@ func Main(m *testing.M, env **Env) int {
 		return 1
 	}
 	defer stopEtcd()
-	client, err := storage.NewClient(endpoints)
+	client, err := storage.NewClient(endpoints, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
