@@ -12,6 +12,7 @@ type leafSpec struct {
 	certFile, keyFile string
 	commonName        string
 	server            bool     // serving cert; otherwise a client cert
+	peer              bool     // with server: a client cert as well (an etcd member's)
 	hosts             []string // SANs a serving cert must cover
 	orgs              []string // groups of a client cert
 }
@@ -48,7 +49,8 @@ func (l leafSpec) usable(ca *CA) (bool, error) {
 		return false, nil
 	}
 	if l.server {
-		return hasUsage(cert, x509.ExtKeyUsageServerAuth) && coversHosts(cert, l.hosts), nil
+		return hasUsage(cert, x509.ExtKeyUsageServerAuth) && coversHosts(cert, l.hosts) &&
+			(!l.peer || hasUsage(cert, x509.ExtKeyUsageClientAuth)), nil
 	}
 	return hasUsage(cert, x509.ExtKeyUsageClientAuth) && sameSet(cert.Subject.Organization, l.orgs), nil
 }

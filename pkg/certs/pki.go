@@ -189,9 +189,12 @@ func ensureLeaf(ca *CA, l leafSpec) error {
 		return err
 	}
 	var certPEM, keyPEM []byte
-	if l.server {
+	switch {
+	case l.peer:
+		certPEM, keyPEM, err = ca.IssuePeer(l.commonName, l.hosts, leafValidity)
+	case l.server:
 		certPEM, keyPEM, err = ca.IssueServing(l.commonName, l.hosts, leafValidity)
-	} else {
+	default:
 		certPEM, keyPEM, err = ca.IssueClient(l.commonName, l.orgs, leafValidity)
 	}
 	if err != nil {

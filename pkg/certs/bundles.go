@@ -1,0 +1,156 @@
+package certs
+
+import (
+	"bytes"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// etcdCACommonName names the CA of etcd's certificates: a CA of its own, as kubeadm makes
+// it, so that no apichain user's client certificate opens etcd.
+const etcdCACommonName = "apichain-etcd-ca"
+
+// Bundles describes a deployment whose processes each get only their own credentials
+// (docker compose): one directory per process under Dir, made next to a PKI.
+type Bundles struct {
+	Dir string
+	// Backends are the backend services (core, extensions, aggregator). Each gets
+	// Dir/<backend>: the cluster CA's certificate, a serving certificate and key of its own for
+	// BackendHost, a client certificate for its healthcheck, and its etcd client certificate
+	// with etcd's CA certificate.
+	Backends    []string
+	BackendHost string
+	// FrontProxyClients are the backends that also get the front-proxy client certificate (the
+	// aggregator, which presents it to aggregated API servers).
+	FrontProxyClients []string
+	// EtcdMembers are etcd's members' host names. Dir/etcd gets etcd's CA certificate and, per
+	// member, a certificate and key that serve clients and peers and are a peer's client.
+	EtcdMembers []string
+}
+
+// File names in a backend's bundle.
+const (
+	BundleCA               = "ca.crt"
+	BundleServingCert      = "tls.crt"
+	BundleServingKey       = "tls.key"
+	BundleHealthcheckCert  = "healthcheck.crt"
+	BundleHealthcheckKey   = "healthcheck.key"
+	BundleEtcdCA           = "etcd-ca.crt"
+	BundleEtcdClientCert   = "etcd-client.crt"
+	BundleEtcdClientKey    = "etcd-client.key"
+	BundleFrontProxyCert   = "front-proxy-client.crt"
+	BundleFrontProxyKey    = "front-proxy-client.key"
+	etcdBundleName         = "etcd"
+	healthcheckCommonName  = "system:apichain:healthcheck"
+	etcdClientCommonPrefix = "apichain-"
+)
+
+// EnsureBundles makes (or keeps, as EnsurePKI does) the deployment's bundles from p's CAs and
+// an etcd CA kept with them.
+func (p *PKI) EnsureBundles(b Bundles) error {
+	ensureMu.Lock()
+	defer ensureMu.Unlock()
+	unlock, err := lockFile(filepath.Join(p.Dir, ".lock"))
+	if err != nil {
+		return fmt.Errorf("certs: %w", err)
+	}
+	defer unlock()
+	ca, err := LoadCA(p.CAFile, p.CAKeyFile)
+	if err != nil {
+		return err
+	}
+	etcdCA, err := ensureCA(filepath.Join(p.Dir, "etcd-ca.crt"), filepath.Join(p.Dir, "etcd-ca.key"), etcdCACommonName)
+	if err != nil {
+		return err
+	}
+	frontProxy, err := readPair(p.FrontProxyClientCertFile, p.FrontProxyClientKeyFile)
+	if err != nil {
+		return err
+	}
+
+	etcdDir := filepath.Join(b.Dir, etcdBundleName)
+	if err := copyIn(etcdDir, map[string][]byte{BundleCA: etcdCA.CertPEM}); err != nil {
+		return err
+	}
+	for _, m := range b.EtcdMembers {
+		l := leafSpec{certFile: filepath.Join(etcdDir, m+".crt"), keyFile: filepath.Join(etcdDir, m+".key"),
+			commonName: m, server: true, peer: true, hosts: append([]string{m}, loopbackHosts...)}
+		if err := ensureLeaf(etcdCA, l); err != nil {
+			return fmt.Errorf("certs: etcd member %s: %w", m, err)
+		}
+	}
+	for _, svc := range b.Backends {
+		dir := filepath.Join(b.Dir, svc)
+		files := map[string][]byte{BundleCA: ca.CertPEM, BundleEtcdCA: etcdCA.CertPEM}
+		if slices.Contains(b.FrontProxyClients, svc) {
+			files[BundleFrontProxyCert], files[BundleFrontProxyKey] = frontProxy[0], frontProxy[1]
+		}
+		if err := copyIn(dir, files); err != nil {
+			return err
+		}
+		f := func(name string) string { return filepath.Join(dir, name) }
+		for _, l := range []struct {
+			ca *CA
+			leafSpec
+		}{
+			{ca, leafSpec{certFile: f(BundleServingCert), keyFile: f(BundleServingKey), commonName: backendCommonName,
+				server: true, hosts: append([]string{b.BackendHost, svc}, loopbackHosts...)}},
+			{ca, leafSpec{certFile: f(BundleHealthcheckCert), keyFile: f(BundleHealthcheckKey), commonName: healthcheckCommonName + ":" + svc}},
+			{etcdCA, leafSpec{certFile: f(BundleEtcdClientCert), keyFile: f(BundleEtcdClientKey), commonName: etcdClientCommonPrefix + svc}},
+		} {
+			if err := ensureLeaf(l.ca, l.leafSpec); err != nil {
+				return fmt.Errorf("certs: %s: %s: %w", svc, filepath.Base(l.certFile), err)
+			}
+		}
+	}
+	return nil
+}
+
+// IssuePeer signs a certificate that serves and is a client too (an etcd member's, for its
+// clients and its peers).
+func (ca *CA) IssuePeer(commonName string, hosts []string, validity time.Duration) (certPEM, keyPEM []byte, err error) {
+	tmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: commonName},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	tmpl.DNSNames, tmpl.IPAddresses = splitHosts(hosts)
+	return ca.issue(tmpl, validity)
+}
+
+// copyIn writes files into dir, leaving those already the same alone.
+func copyIn(dir string, files map[string][]byte) error {
+	if err := os.MkdirAll(dir, dirMode); err != nil {
+		return fmt.Errorf("certs: %w", err)
+	}
+	for name, data := range files {
+		path := filepath.Join(dir, name)
+		if have, err := os.ReadFile(path); err == nil && bytes.Equal(have, data) {
+			continue
+		}
+		mode := certFileMode
+		if filepath.Ext(name) == ".key" {
+			mode = keyFileMode
+		}
+		if err := writeFileAtomic(path, data, mode); err != nil {
+			return fmt.Errorf("certs: %w", err)
+		}
+	}
+	return nil
+}
+
+func readPair(certFile, keyFile string) ([2][]byte, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return [2][]byte{}, fmt.Errorf("certs: %w", err)
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return [2][]byte{}, fmt.Errorf("certs: %w", err)
+	}
+	return [2][]byte{certPEM, keyPEM}, nil
+}
