@@ -25,7 +25,7 @@ const leaderKills = 5
 // again and again: no request fails, no acknowledged create is lost, and a watch sees every
 // create once without a 410.
 func TestComposeEtcdLeaderLoss(t *testing.T) {
-	s, cs, _ := startStack(t, []string{"compose.etcd3.yaml"}, "ETCD_SERVERS=http://etcd:2379,http://etcd1:2379,http://etcd2:2379")
+	s, cs, _ := startStack(t, []string{"compose.etcd3.yaml"}, "ETCD_SERVERS=https://etcd:2379,https://etcd1:2379,https://etcd2:2379")
 	s.kubectl("create", "namespace", "chaos")
 	cms := cs.CoreV1().ConfigMaps("chaos")
 

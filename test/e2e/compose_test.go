@@ -112,6 +112,7 @@ func TestComposeStack(t *testing.T) {
 	for _, want := range []string{"[+]core ok (1/1 instances ready)", "[+]extensions ok (1/1", "[+]aggregator ok (1/1", "[+]lifecycle ok (from NATS)"} {
 		assert.Contains(t, out, want)
 	}
+	s.checkNothingOpen(t, cfg)
 
 	s.kubectl("create", "namespace", "compose")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -255,7 +256,9 @@ func TestComposeStack(t *testing.T) {
 
 		// A rolling restart of the two replicas under load on the resource they proxy: each
 		// serves it alone while the other restarts, and no request fails.
-		flunders := dynamic.NewForConfigOrDie(cfg).Resource(schema.GroupVersionResource{Group: "wardle.example.com", Version: "v1alpha1", Resource: "flunders"}).Namespace("compose")
+		quiet := rest.CopyConfig(cfg)
+		quiet.WarningHandler = rest.NoWarnings{} // each create would log that v1alpha1 is deprecated
+		flunders := dynamic.NewForConfigOrDie(quiet).Resource(schema.GroupVersionResource{Group: "wardle.example.com", Version: "v1alpha1", Resource: "flunders"}).Namespace("compose")
 		load := startLoad(t, dynamicTarget(flunders, "wardle.example.com/v1alpha1", "Flunder", nil), "flunder")
 		for _, id := range s.containers("aggregator") {
 			load.waitAcked(t, load.ackedCount()+50)

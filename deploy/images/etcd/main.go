@@ -1,6 +1,8 @@
 // Command etcd is the etcd server built from its Go module at the version pinned in go.mod,
 // for images built without a registry. "etcd healthcheck" is its container healthcheck;
-// "etcd is-leader" exits 0 only on the cluster's leader (chaos tests find whom to kill).
+// "etcd is-leader" exits 0 only on the cluster's leader (chaos tests find whom to kill). Both
+// read the member's metrics listener (--listen-metrics-urls http://127.0.0.1:2381), which
+// answers without the client certificate its client port demands.
 package main
 
 import (
@@ -32,6 +34,10 @@ func healthcheck() int {
 	return 0
 }
 
+// metricsURL is where every member of the compose deployments serves /health and /metrics,
+// on loopback only.
+const metricsURL = "http://127.0.0.1:2381"
+
 // isLeader reads the member's etcd_server_is_leader metric.
 func isLeader() int {
 	metrics, err := get("/metrics")
@@ -49,7 +55,7 @@ func isLeader() int {
 
 func get(path string) (string, error) {
 	c := &http.Client{Timeout: 3 * time.Second}
-	resp, err := c.Get("http://127.0.0.1:2379" + path)
+	resp, err := c.Get(metricsURL + path)
 	if err != nil {
 		return "", err
 	}
