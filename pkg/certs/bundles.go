@@ -31,20 +31,30 @@ type Bundles struct {
 	// EtcdMembers are etcd's members' host names. Dir/etcd gets etcd's CA certificate and, per
 	// member, a certificate and key that serve clients and peers and are a peer's client.
 	EtcdMembers []string
+	// NATSHost is the NATS server's host name: Dir/nats gets its serving certificate and key,
+	// from the cluster CA.
+	NATSHost string
 }
 
 // File names in a backend's bundle.
 const (
-	BundleCA               = "ca.crt"
-	BundleServingCert      = "tls.crt"
-	BundleServingKey       = "tls.key"
-	BundleHealthcheckCert  = "healthcheck.crt"
-	BundleHealthcheckKey   = "healthcheck.key"
-	BundleEtcdCA           = "etcd-ca.crt"
-	BundleEtcdClientCert   = "etcd-client.crt"
-	BundleEtcdClientKey    = "etcd-client.key"
-	BundleFrontProxyCert   = "front-proxy-client.crt"
-	BundleFrontProxyKey    = "front-proxy-client.key"
+	BundleCA              = "ca.crt"
+	BundleServingCert     = "tls.crt"
+	BundleServingKey      = "tls.key"
+	BundleHealthcheckCert = "healthcheck.crt"
+	BundleHealthcheckKey  = "healthcheck.key"
+	BundleEtcdCA          = "etcd-ca.crt"
+	BundleEtcdClientCert  = "etcd-client.crt"
+	BundleEtcdClientKey   = "etcd-client.key"
+	BundleFrontProxyCert  = "front-proxy-client.crt"
+	BundleFrontProxyKey   = "front-proxy-client.key"
+	// BundleNkey is a service's NATS nkey seed (in the data directory's pki for the gateway).
+	BundleNkey = "nats.nk"
+	// NATSBundle is the NATS server's directory, holding these.
+	NATSBundle             = "nats"
+	BundleNATSCert         = "nats.crt"
+	BundleNATSKey          = "nats.key"
+	BundleNATSConf         = "nats.conf"
 	etcdBundleName         = "etcd"
 	healthcheckCommonName  = "system:apichain:healthcheck"
 	etcdClientCommonPrefix = "apichain-"
@@ -82,6 +92,17 @@ func (p *PKI) EnsureBundles(b Bundles) error {
 			commonName: m, server: true, peer: true, hosts: append([]string{m}, loopbackHosts...)}
 		if err := ensureLeaf(etcdCA, l); err != nil {
 			return fmt.Errorf("certs: etcd member %s: %w", m, err)
+		}
+	}
+	if b.NATSHost != "" {
+		dir := filepath.Join(b.Dir, NATSBundle)
+		if err := os.MkdirAll(dir, dirMode); err != nil {
+			return fmt.Errorf("certs: %w", err)
+		}
+		l := leafSpec{certFile: filepath.Join(dir, BundleNATSCert), keyFile: filepath.Join(dir, BundleNATSKey),
+			commonName: b.NATSHost, server: true, hosts: append([]string{b.NATSHost}, loopbackHosts...)}
+		if err := ensureLeaf(ca, l); err != nil {
+			return fmt.Errorf("certs: nats: %w", err)
 		}
 	}
 	for _, svc := range b.Backends {

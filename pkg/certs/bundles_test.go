@@ -15,7 +15,7 @@ func TestEnsureBundles(t *testing.T) {
 	p, err := EnsurePKI(t.TempDir(), nil, []string{"apichain-backend"})
 	require.NoError(t, err)
 	b := Bundles{Dir: t.TempDir(), Backends: []string{"core", "aggregator"}, BackendHost: "apichain-backend",
-		FrontProxyClients: []string{"aggregator"}, EtcdMembers: []string{"etcd", "etcd1"}}
+		FrontProxyClients: []string{"aggregator"}, EtcdMembers: []string{"etcd", "etcd1"}, NATSHost: "nats"}
 	require.NoError(t, p.EnsureBundles(b))
 
 	pool := func(file string) *x509.CertPool {
@@ -66,6 +66,9 @@ func TestEnsureBundles(t *testing.T) {
 		assert.NoError(t, verify(crt, key, etcdCA, x509.ExtKeyUsageServerAuth, m))
 		assert.NoError(t, verify(crt, key, etcdCA, x509.ExtKeyUsageClientAuth, ""), "a peer's client too")
 	}
+
+	assert.NoError(t, verify(filepath.Join(b.Dir, NATSBundle, BundleNATSCert), filepath.Join(b.Dir, NATSBundle, BundleNATSKey),
+		clusterCA, x509.ExtKeyUsageServerAuth, "nats"))
 
 	// Kept as they are on the next run.
 	require.NoError(t, p.EnsureBundles(b))

@@ -30,13 +30,14 @@ func openBucket(ctx context.Context, nc *nats.Conn, ttl time.Duration) (jetstrea
 }
 
 // Connect dials NATS and keeps reconnecting forever, so a process started before NATS, or
-// one that outlives a NATS restart, recovers by itself.
-func Connect(url, name string) (*nats.Conn, error) {
-	return nats.Connect(url,
+// one that outlives a NATS restart, recovers by itself. creds, when set, are its TLS and
+// user credentials.
+func Connect(url, name string, creds ...nats.Option) (*nats.Conn, error) {
+	return nats.Connect(url, append([]nats.Option{
 		nats.Name(name),
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250*time.Millisecond),
-		nats.Timeout(2*time.Second),
-	)
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.Timeout(2 * time.Second),
+	}, creds...)...)
 }

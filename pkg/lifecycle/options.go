@@ -55,8 +55,11 @@ const ModuleNATS = "nats"
 // NATS is a process's connection to NATS, shared by every module that publishes or watches
 // lifecycle state. Conn is set once the module started.
 type NATS struct {
-	URL  string
-	Conn *nats.Conn
+	URL string
+	// CAFile verifies the server's certificate (tls:// URLs); NkeyFile holds this service's
+	// nkey seed, its NATS identity.
+	CAFile, NkeyFile string
+	Conn             *nats.Conn
 }
 
 // NewNATS returns the default URL.
@@ -69,9 +72,15 @@ func (n *NATS) Module(name string) process.Module {
 		Name: ModuleNATS,
 		Flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&n.URL, "nats-url", n.URL, "NATS URL for lifecycle state.")
+			fs.StringVar(&n.CAFile, "nats-ca-file", n.CAFile, "CA certificate that verifies the NATS server's (for a tls:// URL).")
+			fs.StringVar(&n.NkeyFile, "nats-nkey-file", n.NkeyFile, "File holding this service's NATS nkey seed, its NATS user.")
 		},
 		Init: func(context.Context, *slog.Logger) (process.Service, error) {
-			nc, err := Connect(n.URL, name)
+			creds, err := n.credentials()
+			if err != nil {
+				return nil, fmt.Errorf("nats: %w", err)
+			}
+			nc, err := Connect(n.URL, name, creds...)
 			if err != nil {
 				return nil, fmt.Errorf("nats: %w", err)
 			}
@@ -79,4 +88,19 @@ func (n *NATS) Module(name string) process.Module {
 			return process.CloseOnStop(nc.Close), nil
 		},
 	}
+}
+
+func (n *NATS) credentials() ([]nats.Option, error) {
+	var opts []nats.Option
+	if n.CAFile != "" {
+		opts = append(opts, nats.RootCAs(n.CAFile))
+	}
+	if n.NkeyFile != "" {
+		opt, err := nats.NkeyOptionFromSeed(n.NkeyFile)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, opt)
+	}
+	return opts, nil
 }

@@ -2,16 +2,20 @@ package app
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/apichain/apichain/pkg/certs"
+	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/topology"
+	"github.com/apichain/apichain/services/gateway/audit"
 	"github.com/spf13/cobra"
 )
 
 // InitPKICommand creates the cluster's certificates once (idempotent), for deployments where
 // backends must have theirs before the gateway starts (docker compose's init step).
 func InitPKICommand() *cobra.Command {
-	var dataDir, backendName, bundlesDir string
+	var dataDir, backendName, bundlesDir, natsHost, auditSubjects string
 	var hosts, etcdMembers []string
 	cmd := &cobra.Command{
 		Use:          "init-pki",
@@ -27,11 +31,16 @@ func InitPKICommand() *cobra.Command {
 				return nil
 			}
 			err = pki.EnsureBundles(certs.Bundles{Dir: bundlesDir, Backends: topology.Chain(), BackendHost: backendName,
-				FrontProxyClients: []string{topology.Aggregator}, EtcdMembers: etcdMembers})
+				FrontProxyClients: []string{topology.Aggregator}, EtcdMembers: etcdMembers, NATSHost: natsHost})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), "each backend's and etcd's own credentials in", bundlesDir)
+			if natsHost != "" {
+				if err := ensureNATSUsers(pki, bundlesDir, auditSubjects); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "each service's own credentials in", bundlesDir)
 			return nil
 		},
 	}
@@ -40,6 +49,36 @@ func InitPKICommand() *cobra.Command {
 	cmd.Flags().StringVar(&backendName, "backend-server-name", topology.BackendServerName, "Name in the backends' serving certificate.")
 	cmd.Flags().StringVar(&bundlesDir, "bundles-dir", "", "Also make, in a directory per backend (and one for etcd), only what that process needs: "+
 		"its own serving, healthcheck and etcd client certificates and keys, and the CA certificates; never a CA key or the gateway's client key.")
+	cmd.Flags().StringVar(&natsHost, "nats-host", "", "With --bundles-dir: the NATS server's host name. Its serving certificate, an nkey per service "+
+		"(the gateway's in --data-dir/pki) and its configuration (TLS; each service may write only its own lifecycle state) go in <bundles-dir>/nats.")
+	cmd.Flags().StringVar(&auditSubjects, "audit-nats-subjects", "apichain.audit.>", "Subjects the gateway may publish audit events to (--audit-nats-subject).")
 	cmd.Flags().StringSliceVar(&etcdMembers, "etcd-member", nil, "Host names of etcd's members, each given a certificate for clients and peers signed by etcd's own CA (with --bundles-dir).")
 	return cmd
+}
+
+// ensureNATSUsers keeps an nkey per service (each backend's in its bundle, the gateway's in its
+// data directory's pki) and writes the NATS server's configuration naming them.
+func ensureNATSUsers(pki *certs.PKI, bundlesDir, auditSubjects string) error {
+	var users []lifecycle.NATSUser
+	for _, svc := range topology.Services() {
+		seed := filepath.Join(bundlesDir, svc, certs.BundleNkey)
+		var publish []string
+		if svc == topology.Gateway {
+			seed = filepath.Join(pki.Dir, certs.BundleNkey)
+			for _, api := range []string{"CREATE", "UPDATE", "INFO"} {
+				publish = append(publish, "$JS.API.STREAM."+api+"."+audit.StreamName)
+			}
+			publish = append(publish, auditSubjects)
+		}
+		key, err := certs.EnsureNkey(seed)
+		if err != nil {
+			return err
+		}
+		users = append(users, lifecycle.NATSUser{Service: svc, PublicKey: key, Publish: publish})
+	}
+	// The configuration reads the bundle where compose mounts it in the NATS container (/pki)
+	// and stores JetStream in its data volume (/data).
+	dir := filepath.Join(bundlesDir, certs.NATSBundle)
+	conf := lifecycle.NATSServerConfig(filepath.Join("/pki", certs.BundleNATSCert), filepath.Join("/pki", certs.BundleNATSKey), "/data", users)
+	return os.WriteFile(filepath.Join(dir, certs.BundleNATSConf), conf, 0o644)
 }

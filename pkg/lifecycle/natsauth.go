@@ -1,0 +1,61 @@
+package lifecycle
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// NATSUser is one service's identity on NATS: its nkey, and what it may publish beyond its
+// lifecycle states (the gateway's audit stream).
+type NATSUser struct {
+	Service   string
+	PublicKey string
+	Publish   []string
+}
+
+// stream is the JetStream stream behind the lifecycle bucket.
+const stream = "KV_" + Bucket
+
+// Permissions are what a service's NATS user may publish and subscribe to: the lifecycle
+// bucket's JetStream API (open it, watch it, read it), writes to its own service's keys
+// only (no service can forge or delete another's state), the extra subjects, and replies.
+func (u NATSUser) Permissions() (publish, subscribe []string) {
+	publish = []string{
+		"$JS.API.INFO",
+		"$JS.API.STREAM.INFO." + stream, "$JS.API.STREAM.CREATE." + stream, "$JS.API.STREAM.UPDATE." + stream,
+		"$JS.API.CONSUMER.CREATE." + stream, "$JS.API.CONSUMER.CREATE." + stream + ".>",
+		"$JS.API.CONSUMER.DELETE." + stream + ".>", "$JS.API.CONSUMER.INFO." + stream + ".>",
+		"$JS.API.DIRECT.GET." + stream + ".>", "$JS.API.STREAM.MSG.GET." + stream,
+		"$JS.FC." + stream + ".>",
+		"$KV." + Bucket + "." + u.Service + ".>",
+	}
+	return append(publish, u.Publish...), []string{"_INBOX.>"}
+}
+
+// NATSServerConfig is a NATS server configuration serving clients over TLS (certFile,
+// keyFile) on port 4222, with JetStream storing under storeDir, its monitor on loopback
+// only, and the users' nkeys as the only way in.
+func NATSServerConfig(certFile, keyFile, storeDir string, users []NATSUser) []byte {
+	q := strconv.Quote // ASCII names and paths: quotes and backslashes are all it escapes
+	list := func(ss []string) string {
+		out := make([]string, len(ss))
+		for i, s := range ss {
+			out[i] = q(s)
+		}
+		return "[" + strings.Join(out, ", ") + "]"
+	}
+	var b strings.Builder
+	b.WriteString("# Made by apichain's pki step: TLS, and each service's nkey with its permissions.\n")
+	fmt.Fprintf(&b, "port: 4222\nhttp: %s\n", q("127.0.0.1:8222"))
+	fmt.Fprintf(&b, "jetstream {\n  store_dir: %s\n}\n", q(storeDir))
+	fmt.Fprintf(&b, "tls {\n  cert_file: %s\n  key_file: %s\n  timeout: 5\n}\n", q(certFile), q(keyFile))
+	b.WriteString("authorization {\n  users: [\n")
+	for _, u := range users {
+		pub, sub := u.Permissions()
+		fmt.Fprintf(&b, "    # %s\n    {nkey: %s, permissions: {publish: {allow: %s}, subscribe: {allow: %s}}}\n",
+			u.Service, q(u.PublicKey), list(pub), list(sub))
+	}
+	b.WriteString("  ]\n}\n")
+	return []byte(b.String())
+}
