@@ -66,7 +66,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer, newCl
 	}
 
 	cfg := defaultWorkloadConfig()
-	var kubeconfig string
+	var kubeconfig, baselineKubeconfig string
 	var conflictRetries int
 	root := &cobra.Command{
 		Use:   "apichain-bench --kubeconfig FILE [flags]",
@@ -81,7 +81,11 @@ receiving the ADDED event, over all event x watcher deliveries).
 
 Prints operation, count, errors, throughput (successful ops/s) and p50/p99 latency (of
 successful ops). Exits 1 with "FAILED: n operations failed" if any operation failed
-(including lists that miss objects and lost increments), 2 if it could not run.`,
+(including lists that miss objects and lost increments), 2 if it could not run.
+
+With --baseline-kubeconfig, the workload runs against that server first, then against
+--kubeconfig's, and a table gives each operation's throughput and latency ratios (above 1:
+--kubeconfig's server did better).`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -90,31 +94,56 @@ successful ops). Exits 1 with "FAILED: n operations failed" if any operation fai
 				return errors.New("--kubeconfig is required")
 			}
 			cfg.ConflictBackoff.Steps = conflictRetries
-			if err := cfg.validate(); err != nil {
-				return err
-			}
-			cs, host, err := newClient(kubeconfig)
+			err := cfg.validate()
 			if err != nil {
 				return err
 			}
-			rep, err := runWorkload(ctx, cs, cfg, logf)
-			if err != nil {
-				return err
+			run := func(kubeconfig string) (*Report, error) {
+				cs, host, err := newClient(kubeconfig)
+				if err != nil {
+					return nil, err
+				}
+				rep, err := runWorkload(ctx, cs, cfg, logf)
+				if err != nil {
+					return nil, err
+				}
+				rep.Server = host
+				rep.WriteTable(tableOut())
+				return rep, nil
 			}
-			rep.Server = host
-			rep.WriteTable(tableOut())
-			if jsonOut {
-				if err := rep.WriteJSON(stdout); err != nil {
-					return err
+			var baseline *Report
+			if baselineKubeconfig != "" {
+				if baseline, err = run(baselineKubeconfig); err != nil {
+					return fmt.Errorf("baseline: %w", err)
 				}
 			}
+			rep, err := run(kubeconfig)
+			if err != nil {
+				return err
+			}
 			code = rep.ExitCode()
+			if baseline == nil {
+				if jsonOut {
+					return rep.WriteJSON(stdout)
+				}
+				return nil
+			}
+			cmp := Comparison{Baseline: baseline, Subject: rep}
+			cmp.WriteTable(tableOut())
+			if !cmp.OK() {
+				code = exitFailed
+			}
+			if jsonOut {
+				return cmp.WriteJSON(stdout)
+			}
 			return nil
 		},
 	}
 	root.PersistentFlags().BoolVar(&jsonOut, "json", false, "Also print the results as JSON on stdout (the table then goes to stderr).")
 	fs := root.Flags()
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the server to benchmark (required).")
+	fs.StringVar(&baselineKubeconfig, "baseline-kubeconfig", "", "Kubeconfig of a server to compare with (a kube-apiserver, say): the same workload runs against it first, "+
+		"then against --kubeconfig's, and a table of ratios follows.")
 	fs.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "Concurrent workers per phase.")
 	fs.IntVar(&cfg.Objects, "objects", cfg.Objects, "ConfigMaps to create.")
 	fs.IntVar(&cfg.Gets, "gets", cfg.Gets, "Gets (0: each object once).")

@@ -139,7 +139,9 @@ func toJSONSummary(s Summary) jsonSummary {
 }
 
 // WriteJSON prints the report as one JSON document.
-func (r *Report) WriteJSON(w io.Writer) error {
+func (r *Report) WriteJSON(w io.Writer) error { return writeIndentedJSON(w, r.jsonDoc()) }
+
+func (r *Report) jsonDoc() any {
 	out := struct {
 		Mode        string       `json:"mode"`
 		Server      string       `json:"server"`
@@ -157,7 +159,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 			Latency: toJSONSummary(res.Latency), Notes: res.Notes, ErrorSamples: res.ErrorSamples,
 		})
 	}
-	return writeIndentedJSON(w, out)
+	return out
 }
 
 func writeIndentedJSON(w io.Writer, v any) error {

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// Comparison is one workload run against two servers, the baseline first.
+type Comparison struct {
+	Baseline, Subject *Report
+}
+
+// Ratio compares one operation on the two servers; every ratio above 1 means the subject did
+// better: Throughput is the subject's ops/s over the baseline's, P50 and P99 the baseline's
+// latency over the subject's.
+type Ratio struct {
+	Operation            string
+	Throughput, P50, P99 float64
+}
+
+// Ratios pairs the operations both reports measured, in the subject's order.
+func (c Comparison) Ratios() []Ratio {
+	base := map[string]Result{}
+	for _, r := range c.Baseline.Results {
+		base[r.Operation] = r
+	}
+	var out []Ratio
+	for _, s := range c.Subject.Results {
+		b, ok := base[s.Operation]
+		if !ok {
+			continue
+		}
+		out = append(out, Ratio{Operation: s.Operation, Throughput: ratio(s.Throughput(), b.Throughput()),
+			P50: ratio(seconds(b.Latency.P50), seconds(s.Latency.P50)), P99: ratio(seconds(b.Latency.P99), seconds(s.Latency.P99))})
+	}
+	return out
+}
+
+func seconds(d time.Duration) float64 { return d.Seconds() }
+
+// ratio is a/b, 0 when either is not a measurement.
+func ratio(a, b float64) float64 {
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	return a / b
+}
+
+// OK reports whether both runs were.
+func (c Comparison) OK() bool { return c.Baseline.OK() && c.Subject.OK() }
+
+// WriteTable prints the ratio table after the two runs' own tables.
+func (c Comparison) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "\n%s compared with %s (baseline); above 1 is better: throughput is its ops/s over the baseline's, latency the baseline's over its own\n",
+		c.Subject.Server, c.Baseline.Server)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "OPERATION\tBASELINE OPS/S\tOPS/S\tTHROUGHPUT\tBASELINE P50/P99(ms)\tP50/P99(ms)\tP50\tP99")
+	subject := map[string]Result{}
+	for _, r := range c.Subject.Results {
+		subject[r.Operation] = r
+	}
+	base := map[string]Result{}
+	for _, r := range c.Baseline.Results {
+		base[r.Operation] = r
+	}
+	for _, r := range c.Ratios() {
+		b, s := base[r.Operation], subject[r.Operation]
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s\t%.2f/%.2f\t%.2f/%.2f\t%s\t%s\n", r.Operation, b.Throughput(), s.Throughput(), times(r.Throughput),
+			ms(b.Latency.P50), ms(b.Latency.P99), ms(s.Latency.P50), ms(s.Latency.P99), times(r.P50), times(r.P99))
+	}
+	tw.Flush()
+	if !c.OK() {
+		fmt.Fprintln(w, "FAILED: a run had failed operations; its figures are not comparable")
+	}
+}
+
+func times(f float64) string {
+	if f == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", f)
+}
+
+// WriteJSON prints both runs and the ratios as one document.
+func (c Comparison) WriteJSON(w io.Writer) error {
+	type jsonRatio struct {
+		Operation  string  `json:"operation"`
+		Throughput float64 `json:"throughput"`
+		P50        float64 `json:"p50"`
+		P99        float64 `json:"p99"`
+	}
+	out := struct {
+		Mode     string      `json:"mode"`
+		OK       bool        `json:"ok"`
+		Baseline any         `json:"baseline"`
+		Subject  any         `json:"subject"`
+		Ratios   []jsonRatio `json:"ratios"`
+	}{Mode: "comparison", OK: c.OK(), Baseline: c.Baseline.jsonDoc(), Subject: c.Subject.jsonDoc()}
+	for _, r := range c.Ratios() {
+		out.Ratios = append(out.Ratios, jsonRatio(r))
+	}
+	return writeIndentedJSON(w, out)
+}
