@@ -130,4 +130,6 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/google/btree v1.1.3 // indirect
+
 replace github.com/apichain/apichain/gen => ../gen

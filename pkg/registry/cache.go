@@ -5,12 +5,12 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/apichain/apichain/pkg/storage"
+	"github.com/google/btree"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,6 +19,14 @@ import (
 // cacheCapacity is how many recent events a resource's watch cache keeps, so watchers that
 // resume from a recent resourceVersion are served without etcd.
 const cacheCapacity = 1024
+
+// snapshotTTL is how long a paginated list's snapshot serves its continuations (kube's watch
+// cache keeps as much history); maxSnapshots bounds how many are kept at once. A
+// continuation without its snapshot reads etcd at the list's revision instead.
+const (
+	snapshotTTL  = 75 * time.Second
+	maxSnapshots = 64
+)
 
 // watcherBuffer is how far a watcher may lag before it is closed (clients re-watch, as
 // with kube's watch cache).
@@ -37,8 +45,29 @@ type cacheEvent struct {
 	created bool
 }
 
+// cacheEntry is one object in the cache's tree, by key.
+type cacheEntry struct {
+	key string
+	obj runtime.Object
+}
+
+func entryLess(a, b cacheEntry) bool { return a.key < b.key }
+
+// objectTree is the cache's objects sorted by key: a copy-on-write B-tree, so a snapshot of
+// it costs nothing until the cache changes, and then only the nodes it changes.
+type objectTree = btree.BTreeG[cacheEntry]
+
+func newObjectTree() *objectTree { return btree.NewG(32, entryLess) }
+
+// cacheSnapshot is the cache's objects at one revision, kept for a paginated list's pages.
+type cacheSnapshot struct {
+	tree  *objectTree
+	taken time.Time
+}
+
 // watchCache mirrors one resource in memory from a single etcd watch, so lists at
-// resourceVersion 0 or "" and watches from recent versions do not each hit etcd.
+// resourceVersion 0 or "" (every page of a paginated one) and watches from recent versions do
+// not each hit etcd.
 type watchCache struct {
 	h   *Handler
 	r   *Resource
@@ -48,9 +77,11 @@ type watchCache struct {
 	changed  chan struct{} // closed and replaced on every revision change
 	ready    bool
 	rev      int64
-	objects  map[string]runtime.Object
+	objects  *objectTree
 	events   []cacheEvent // ring of the latest events, oldest first
 	watchers map[*cacheWatcher]struct{}
+	// snapshots are the objects at the revisions of paginated lists being read.
+	snapshots map[int64]*cacheSnapshot
 }
 
 type cacheWatcher struct {
@@ -60,8 +91,8 @@ type cacheWatcher struct {
 }
 
 func newWatchCache(h *Handler, r *Resource, log *slog.Logger) *watchCache {
-	return &watchCache{h: h, r: r, log: log, changed: make(chan struct{}), objects: map[string]runtime.Object{},
-		watchers: map[*cacheWatcher]struct{}{}}
+	return &watchCache{h: h, r: r, log: log, changed: make(chan struct{}), objects: newObjectTree(),
+		watchers: map[*cacheWatcher]struct{}{}, snapshots: map[int64]*cacheSnapshot{}}
 }
 
 // run keeps the cache in sync until ctx is done: list, then watch from the list's revision;
@@ -84,19 +115,19 @@ func (c *watchCache) sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	objects := make(map[string]runtime.Object, len(page.KVs))
+	objects := newObjectTree()
 	for _, kv := range page.KVs {
 		obj, err := c.h.decodeStored(c.r, kv.Value, kv.ModRevision)
 		if err != nil {
 			return err
 		}
-		objects[kv.Key] = obj
+		objects.ReplaceOrInsert(cacheEntry{key: kv.Key, obj: obj})
 	}
 	c.mu.Lock()
 	c.objects, c.rev, c.ready, c.events = objects, page.Revision, true, nil
 	c.notifyLocked()
 	c.mu.Unlock()
-	c.log.Info("Caches are synced", "resource", c.r.GroupResource().String(), "objects", len(objects), "resourceVersion", page.Revision)
+	c.log.Info("Caches are synced", "resource", c.r.GroupResource().String(), "objects", objects.Len(), "resourceVersion", page.Revision)
 	// A watch that etcd ends (its member lost the leader, the connection broke) is taken up
 	// again from the cache's revision, so the cache and its watchers ride through it; only a
 	// compaction past that revision means listing again.
@@ -140,11 +171,13 @@ func (c *watchCache) apply(ev storage.Event) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ce := cacheEvent{typ: ev.Type, key: ev.Key, obj: obj, rev: ev.ModRevision, created: ev.Created, prev: c.objects[ev.Key]}
+	ce := cacheEvent{typ: ev.Type, key: ev.Key, obj: obj, rev: ev.ModRevision, created: ev.Created}
 	if ev.Type == storage.Deleted {
-		delete(c.objects, ev.Key)
-	} else {
-		c.objects[ev.Key] = obj
+		if prev, ok := c.objects.Delete(cacheEntry{key: ev.Key}); ok {
+			ce.prev = prev.obj
+		}
+	} else if prev, ok := c.objects.ReplaceOrInsert(cacheEntry{key: ev.Key, obj: obj}); ok {
+		ce.prev = prev.obj
 	}
 	c.events = append(c.events, ce)
 	if len(c.events) > cacheCapacity {
@@ -264,35 +297,60 @@ func (c *watchCache) get(ctx context.Context, namespace, name, rv string) (runti
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	obj, ok := c.objects[key(c.r, namespace, name)]
+	e, ok := c.objects.Get(cacheEntry{key: key(c.r, namespace, name)})
 	switch {
 	case !c.ready:
 		return nil, errCacheNotReady
 	case !ok:
 		return nil, apierrors.NewNotFound(c.r.GroupResource(), name)
 	}
-	return obj.DeepCopyObject(), nil // cached objects are shared
+	return e.obj.DeepCopyObject(), nil // cached objects are shared
 }
 
-// snapshot returns the objects under keyPrefix sorted by key, at the cache's revision.
-func (c *watchCache) snapshot(keyPrefix string) ([]runtime.Object, int64, error) {
+// snapshot returns the cache's objects and revision now: a copy-on-write view that the
+// cache's later changes leave as it is.
+func (c *watchCache) snapshot() (*objectTree, int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.ready {
 		return nil, 0, errCacheNotReady
 	}
-	keys := make([]string, 0, len(c.objects))
-	for k := range c.objects {
-		if strings.HasPrefix(k, keyPrefix) {
-			keys = append(keys, k)
+	return c.objects.Clone(), c.rev, nil
+}
+
+// keepSnapshot keeps t, the objects at rev, for the continuations of a paginated list;
+// snapshots go after snapshotTTL, and the oldest first beyond maxSnapshots.
+func (c *watchCache) keepSnapshot(rev int64, t *objectTree) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	if s, ok := c.snapshots[rev]; ok {
+		s.taken = now
+		return
+	}
+	c.snapshots[rev] = &cacheSnapshot{tree: t, taken: now}
+	var oldest int64
+	for r, s := range c.snapshots {
+		if now.Sub(s.taken) > snapshotTTL {
+			delete(c.snapshots, r)
+		} else if oldest == 0 || s.taken.Before(c.snapshots[oldest].taken) {
+			oldest = r
 		}
 	}
-	sort.Strings(keys)
-	out := make([]runtime.Object, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, c.objects[k])
+	if len(c.snapshots) > maxSnapshots {
+		delete(c.snapshots, oldest)
 	}
-	return out, c.rev, nil
+}
+
+// snapshotAt is the snapshot kept for revision rev, if any.
+func (c *watchCache) snapshotAt(rev int64) (*objectTree, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.snapshots[rev]
+	if !ok || time.Since(s.taken) > snapshotTTL {
+		return nil, false
+	}
+	return s.tree, true
 }
 
 // watch registers a watcher. replay=true starts with the objects under keyPrefix as ADDED
@@ -306,16 +364,13 @@ func (c *watchCache) watch(keyPrefix string, from int64, replay bool) ([]cacheEv
 	}
 	var initial []cacheEvent
 	if replay {
-		keys := make([]string, 0, len(c.objects))
-		for k := range c.objects {
-			if strings.HasPrefix(k, keyPrefix) {
-				keys = append(keys, k)
+		c.objects.AscendGreaterOrEqual(cacheEntry{key: keyPrefix}, func(e cacheEntry) bool {
+			if !strings.HasPrefix(e.key, keyPrefix) {
+				return false
 			}
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			initial = append(initial, cacheEvent{typ: storage.Put, key: k, obj: c.objects[k], rev: c.rev, created: true})
-		}
+			initial = append(initial, cacheEvent{typ: storage.Put, key: e.key, obj: e.obj, rev: c.rev, created: true})
+			return true
+		})
 	} else {
 		if from > c.rev {
 			return nil, nil, 0, errCacheNotReady // the cache has not seen that version yet

@@ -295,10 +295,11 @@ func markCached(t *testing.T, h *Handler, r *Resource, namespace, name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := key(r, namespace, name)
-	require.Contains(t, c.objects, k)
-	marked := c.objects[k].DeepCopyObject()
+	e, ok := c.objects.Get(cacheEntry{key: k})
+	require.True(t, ok, "%s is cached", k)
+	marked := e.obj.DeepCopyObject()
 	acc, err := meta.Accessor(marked)
 	require.NoError(t, err)
 	acc.SetAnnotations(map[string]string{"test/served-by": "cache"})
-	c.objects[k] = marked
+	c.objects.ReplaceOrInsert(cacheEntry{key: k, obj: marked})
 }

@@ -246,14 +246,29 @@ func (h *Handler) List(ctx context.Context, req *resourcev1.ListRequest) (*resou
 
 // listFromCache serves a list from the watch cache when kube would: resourceVersion "0"
 // (any version; the limit is ignored, as kube does), a minimum version, or a consistent read
-// ("") once the cache caught up with etcd's current revision. A limited list's first page
-// comes from the cache; its continue token names the cache's revision, so later pages read
-// etcd at exactly that revision and the pages still form one snapshot. Continuations and
-// Exact lists go to etcd.
+// ("") once the cache caught up with etcd's current revision. A limited list's pages all come
+// from the cache, as in kube 1.34+: the first page's snapshot of the cache is kept, and its
+// continue token names that revision, so the next pages read the same snapshot while the
+// cache moves on. A continuation whose snapshot is gone (or that etcd's first page began)
+// reads etcd at its revision, and Exact lists go to etcd.
 func (h *Handler) listFromCache(ctx context.Context, r *Resource, keyPrefix string, sel selector, opts *resourcev1.ListOptions, rv, limit int64, cont string) (*listResult, bool) {
 	c := h.cache(r)
-	if c == nil || cont != "" || opts.GetResourceVersionMatch() == string(metav1.ResourceVersionMatchExact) {
+	if c == nil || opts.GetResourceVersionMatch() == string(metav1.ResourceVersionMatchExact) {
 		return nil, false
+	}
+	if cont != "" {
+		if opts.GetResourceVersion() != "" && opts.GetResourceVersion() != "0" {
+			return nil, false // etcd's path refuses it
+		}
+		rev, startKey, err := decodeContinue(cont, keyPrefix)
+		if err != nil {
+			return nil, false
+		}
+		t, ok := c.snapshotAt(rev)
+		if !ok {
+			return nil, false
+		}
+		return page(r, t, rev, keyPrefix, startKey, sel, limit), true
 	}
 	switch {
 	case opts.GetResourceVersion() == "0":
@@ -268,29 +283,47 @@ func (h *Handler) listFromCache(ctx context.Context, r *Resource, keyPrefix stri
 			return nil, false
 		}
 	}
-	objs, rev, err := c.snapshot(keyPrefix)
+	t, rev, err := c.snapshot()
 	if err != nil {
 		return nil, false
 	}
-	res := &listResult{items: []runtime.Object{}, revision: rev}
-	for i, obj := range objs {
-		if limit > 0 && int64(len(res.items)) == limit {
-			// Objects remain: resume after the last one returned, at this revision.
-			last := res.items[len(res.items)-1]
-			acc, err := meta.Accessor(last)
-			if err != nil {
-				return nil, false
-			}
-			res.cont = encodeContinue(rev, key(r, acc.GetNamespace(), acc.GetName()), keyPrefix)
-			if sel.empty() {
-				n := int64(len(objs) - i)
-				res.remaining = &n
-			}
-			break
-		}
-		if sel.matches(r, obj) {
-			res.items = append(res.items, obj.DeepCopyObject())
-		}
+	res := page(r, t, rev, keyPrefix, "", sel, limit)
+	if res.cont != "" {
+		c.keepSnapshot(rev, t)
 	}
 	return res, true
+}
+
+// page reads, as the list at revision rev, up to limit objects of t (0: all) under keyPrefix
+// that match sel, after the key startAfter ("": from the first). Objects remaining after the
+// page give it a continue token (and, unfiltered, their count).
+func page(r *Resource, t *objectTree, rev int64, keyPrefix, startAfter string, sel selector, limit int64) *listResult {
+	res := &listResult{items: []runtime.Object{}, revision: rev}
+	from := keyPrefix
+	if startAfter != "" {
+		from = startAfter + "\x00"
+	}
+	var lastKey string
+	var remaining int64
+	t.AscendGreaterOrEqual(cacheEntry{key: from}, func(e cacheEntry) bool {
+		if !strings.HasPrefix(e.key, keyPrefix) {
+			return false
+		}
+		if limit > 0 && int64(len(res.items)) == limit {
+			remaining++
+			return sel.empty() // only an unfiltered list counts the rest
+		}
+		if sel.matches(r, e.obj) {
+			res.items = append(res.items, e.obj.DeepCopyObject()) // cached objects are shared
+			lastKey = e.key
+		}
+		return true
+	})
+	if remaining > 0 {
+		res.cont = encodeContinue(rev, lastKey, keyPrefix)
+		if sel.empty() {
+			res.remaining = &remaining
+		}
+	}
+	return res
 }
