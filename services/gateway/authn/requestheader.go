@@ -78,8 +78,8 @@ func RequestHeaderAuthenticator(o *RequestHeaderOptions, roots *x509.CertPool) A
 		if name == "" {
 			return nil, false, nil
 		}
-		leaf, err := verifiedClientCert(r.TLS, roots)
-		if err != nil {
+		leaf := r.TLS.PeerCertificates[0]
+		if _, err := verifiedClientCert(r.TLS, roots); err != nil {
 			return nil, false, nil // not the front proxy's certificate: another authenticator may know it
 		}
 		if len(o.AllowedNames) > 0 && !slices.Contains(o.AllowedNames, leaf.Subject.CommonName) {
