@@ -43,6 +43,35 @@ type cacheEvent struct {
 	prev    runtime.Object // the object before a modification, for selector transitions
 	rev     int64
 	created bool
+	// encoded is the object's encodings, made once for all the event's watchers (nil: each
+	// watcher encodes it).
+	encoded *encodings
+}
+
+// encodings are an object encoded once per output and shared by the watchers it goes to, as
+// kube's watch cache shares a cachingObject's serializations: a thousand watchers cost one
+// encoding, not a thousand.
+type encodings struct {
+	mu sync.Mutex
+	m  map[output][]byte
+}
+
+// get is the object's encoding for o, made by encode the first time.
+func (e *encodings) get(o output, encode func() ([]byte, error)) ([]byte, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if data, ok := e.m[o]; ok {
+		return data, nil
+	}
+	data, err := encode()
+	if err != nil {
+		return nil, err
+	}
+	if e.m == nil {
+		e.m = map[output][]byte{}
+	}
+	e.m[o] = data
+	return data, nil
 }
 
 // cacheEntry is one object in the cache's tree, by key.
@@ -171,7 +200,7 @@ func (c *watchCache) apply(ev storage.Event) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ce := cacheEvent{typ: ev.Type, key: ev.Key, obj: obj, rev: ev.ModRevision, created: ev.Created}
+	ce := cacheEvent{typ: ev.Type, key: ev.Key, obj: obj, rev: ev.ModRevision, created: ev.Created, encoded: &encodings{}}
 	if ev.Type == storage.Deleted {
 		if prev, ok := c.objects.Delete(cacheEntry{key: ev.Key}); ok {
 			ce.prev = prev.obj

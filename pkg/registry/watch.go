@@ -72,7 +72,7 @@ func (h *Handler) Watch(req *resourcev1.WatchRequest, stream grpc.ServerStreamin
 		}
 		for _, obj := range res.items {
 			if w.sel.matches(r, obj) {
-				if err := w.send("ADDED", obj); err != nil {
+				if err := w.send("ADDED", obj, nil); err != nil {
 					return err
 				}
 			}
@@ -141,16 +141,17 @@ func (w *watcher) event(ev storage.Event) error {
 	if !ev.Created && ev.PrevValue != nil {
 		prev, _ = w.h.decodeStored(w.r, ev.PrevValue, ev.ModRevision)
 	}
-	return w.change(ev.Type, obj, prev, ev.Created)
+	return w.change(ev.Type, obj, prev, ev.Created, nil)
 }
 
 // change sends what a selector-filtered watcher sees of a change: an object that stops
-// matching is DELETED for it, one that starts matching is ADDED.
-func (w *watcher) change(typ storage.EventType, obj, prev runtime.Object, created bool) error {
+// matching is DELETED for it, one that starts matching is ADDED. With enc, obj is the watch
+// cache's, shared: it is read, and encoded once for every watcher (enc keeps the encodings).
+func (w *watcher) change(typ storage.EventType, obj, prev runtime.Object, created bool, enc *encodings) error {
 	matches := w.sel.matches(w.r, obj)
 	if typ == storage.Deleted {
 		if matches {
-			return w.send("DELETED", obj)
+			return w.send("DELETED", obj, enc)
 		}
 		return nil
 	}
@@ -163,16 +164,26 @@ func (w *watcher) change(typ storage.EventType, obj, prev runtime.Object, create
 	}
 	switch {
 	case matches && oldMatches:
-		return w.send("MODIFIED", obj)
+		return w.send("MODIFIED", obj, enc)
 	case matches:
-		return w.send("ADDED", obj)
+		return w.send("ADDED", obj, enc)
 	case oldMatches:
-		return w.send("DELETED", obj)
+		return w.send("DELETED", obj, enc)
 	}
 	return nil
 }
 
-func (w *watcher) send(typ string, obj runtime.Object) error {
+func (w *watcher) send(typ string, obj runtime.Object, enc *encodings) error {
+	if enc != nil && w.out.kind != asTable && w.out.kind != asPartialMetadata {
+		data, err := enc.get(w.out, func() ([]byte, error) { return w.h.scheme.encode(obj.DeepCopyObject(), w.r.GroupVersion, w.out) })
+		if err != nil {
+			return err
+		}
+		return w.stream.Send(&resourcev1.WatchResponse{Type: typ, Object: &resourcev1.Body{ContentType: w.out.contentType(), Data: data}})
+	}
+	if enc != nil {
+		obj = obj.DeepCopyObject() // the cache's: converted from a copy
+	}
 	converted := obj
 	if w.out.kind == asTable {
 		t, err := w.h.table(w.r, obj, w.first)
@@ -241,9 +252,9 @@ func (w *watcher) fromCache(ctx context.Context, c *watchCache, ns string, req *
 		return false, nil
 	}
 	defer c.stop(cw)
-	// Cached objects are shared: watchers get copies.
+	// Cached objects are shared: change reads them, and encodes copies.
 	for _, e := range initial {
-		if err := w.change(e.typ, e.obj.DeepCopyObject(), e.prev, e.created); err != nil {
+		if err := w.change(e.typ, e.obj, e.prev, e.created, orOwn(e.encoded)); err != nil {
 			return true, err
 		}
 	}
@@ -272,9 +283,18 @@ func (w *watcher) fromCache(ctx context.Context, c *watchCache, ns string, req *
 				return true, nil // the cache restarted or this watcher lagged: the client re-watches
 			}
 			last = e.rev
-			if err := w.change(e.typ, e.obj.DeepCopyObject(), e.prev, e.created); err != nil {
+			if err := w.change(e.typ, e.obj, e.prev, e.created, orOwn(e.encoded)); err != nil {
 				return true, err
 			}
 		}
 	}
+}
+
+// orOwn is enc, or encodings of the caller's own for an event without any (a replayed
+// object): the object is the cache's either way.
+func orOwn(enc *encodings) *encodings {
+	if enc == nil {
+		return &encodings{}
+	}
+	return enc
 }
