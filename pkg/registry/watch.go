@@ -173,37 +173,45 @@ func (w *watcher) change(typ storage.EventType, obj, prev runtime.Object, create
 	return nil
 }
 
+// send sends obj as an event of type typ. With enc, obj is the watch cache's: a plain
+// object's encoding is shared with the event's other watchers; a Table or metadata is made
+// from a copy.
 func (w *watcher) send(typ string, obj runtime.Object, enc *encodings) error {
-	if enc != nil && w.out.kind != asTable && w.out.kind != asPartialMetadata {
-		data, err := enc.get(w.out, func() ([]byte, error) { return w.h.scheme.encode(obj.DeepCopyObject(), w.r.GroupVersion, w.out) })
-		if err != nil {
-			return err
+	var data []byte
+	var err error
+	if plain := w.out.kind != asTable && w.out.kind != asPartialMetadata; enc != nil && plain {
+		data, err = enc.get(w.out, func() ([]byte, error) { return w.h.scheme.encode(obj.DeepCopyObject(), w.r.GroupVersion, w.out) })
+	} else {
+		if enc != nil {
+			obj = obj.DeepCopyObject()
 		}
-		return w.stream.Send(&resourcev1.WatchResponse{Type: typ, Object: &resourcev1.Body{ContentType: w.out.contentType(), Data: data}})
+		data, err = w.encode(obj)
 	}
-	if enc != nil {
-		obj = obj.DeepCopyObject() // the cache's: converted from a copy
+	if err != nil {
+		return err
 	}
+	return w.stream.Send(&resourcev1.WatchResponse{Type: typ, Object: &resourcev1.Body{ContentType: w.out.contentType(), Data: data}})
+}
+
+// encode encodes an object of the watcher's own in its output: as is, as a Table row (the
+// first with the column definitions) or as metadata.
+func (w *watcher) encode(obj runtime.Object) ([]byte, error) {
 	converted := obj
 	if w.out.kind == asTable {
 		t, err := w.h.table(w.r, obj, w.first)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		converted = t
 	} else if w.out.kind == asPartialMetadata {
 		p, err := partialMetadata(obj)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		converted = p
 	}
 	w.first = false
-	data, err := w.h.scheme.encode(converted, w.r.GroupVersion, w.out)
-	if err != nil {
-		return err
-	}
-	return w.stream.Send(&resourcev1.WatchResponse{Type: typ, Object: &resourcev1.Body{ContentType: w.out.contentType(), Data: data}})
+	return w.h.scheme.encode(converted, w.r.GroupVersion, w.out)
 }
 
 // bookmark sends a BOOKMARK: an empty object of the kind carrying only a resourceVersion.
