@@ -53,7 +53,7 @@ func (c *Client) List(ctx context.Context, r *Resource, namespace, fieldSelector
 	if err != nil {
 		return nil, err
 	}
-	return res.items, nil
+	return res.owned(), nil
 }
 
 // ListCached lists from the watch cache once it holds r (resourceVersion "0": possibly a
@@ -63,7 +63,7 @@ func (c *Client) ListCached(ctx context.Context, r *Resource, namespace string) 
 	if err != nil {
 		return nil, err
 	}
-	return res.items, nil
+	return res.owned(), nil
 }
 
 // Get reads one object, from the watch cache when it has it (any version is fine) and from

@@ -127,6 +127,20 @@ type listResult struct {
 	revision  int64
 	cont      string
 	remaining *int64
+	// shared: the items are the watch cache's, to be read and not changed.
+	shared bool
+}
+
+// owned is the items, copied if they are the cache's.
+func (res *listResult) owned() []runtime.Object {
+	if !res.shared {
+		return res.items
+	}
+	out := make([]runtime.Object, len(res.items))
+	for i, obj := range res.items {
+		out[i] = obj.DeepCopyObject()
+	}
+	return out
 }
 
 // list reads matching objects under one namespace (or all) as one consistent snapshot page.
@@ -223,8 +237,16 @@ func (h *Handler) List(ctx context.Context, req *resourcev1.ListRequest) (*resou
 	if err != nil {
 		return nil, toGRPC(err)
 	}
+	// A typed list holds copies of its items' structs (meta.SetList), so encoding it, which sets
+	// kinds, leaves the cache's objects alone, and their maps and slices are only read: the
+	// cache's items go in as they are, sparing a deep copy of every object. An unstructured
+	// item shares its map with the cache, so custom resources get copies.
+	items := res.items
+	if r.isUnstructured() {
+		items = res.owned()
+	}
 	list := r.NewList()
-	if err := meta.SetList(list, res.items); err != nil {
+	if err := meta.SetList(list, items); err != nil {
 		return nil, toGRPC(apierrors.NewInternalError(err))
 	}
 	lacc, err := meta.ListAccessor(list)
@@ -296,9 +318,10 @@ func (h *Handler) listFromCache(ctx context.Context, r *Resource, keyPrefix stri
 
 // page reads, as the list at revision rev, up to limit objects of t (0: all) under keyPrefix
 // that match sel, after the key startAfter ("": from the first). Objects remaining after the
-// page give it a continue token (and, unfiltered, their count).
+// page give it a continue token (and, unfiltered, their count). The items are the cache's,
+// shared: read them; whoever hands them on copies them (listResult.owned).
 func page(r *Resource, t *objectTree, rev int64, keyPrefix, startAfter string, sel selector, limit int64) *listResult {
-	res := &listResult{items: []runtime.Object{}, revision: rev}
+	res := &listResult{items: []runtime.Object{}, revision: rev, shared: true}
 	from := keyPrefix
 	if startAfter != "" {
 		from = startAfter + "\x00"
@@ -314,7 +337,7 @@ func page(r *Resource, t *objectTree, rev int64, keyPrefix, startAfter string, s
 			return sel.empty() // only an unfiltered list counts the rest
 		}
 		if sel.matches(r, e.obj) {
-			res.items = append(res.items, e.obj.DeepCopyObject()) // cached objects are shared
+			res.items = append(res.items, e.obj)
 			lastKey = e.key
 		}
 		return true

@@ -72,7 +72,8 @@ func (h *Handler) Watch(req *resourcev1.WatchRequest, stream grpc.ServerStreamin
 		}
 		for _, obj := range res.items {
 			if w.sel.matches(r, obj) {
-				if err := w.send("ADDED", obj, nil); err != nil {
+				// The items may be the cache's: send encodes copies of them.
+				if err := w.send("ADDED", obj, &encodings{}); err != nil {
 					return err
 				}
 			}
