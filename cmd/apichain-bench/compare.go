@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
-	"time"
 )
 
 // Comparison is one workload run against two servers, the baseline first.
@@ -22,23 +21,36 @@ type Ratio struct {
 
 // Ratios pairs the operations both reports measured, in the subject's order.
 func (c Comparison) Ratios() []Ratio {
-	base := map[string]Result{}
-	for _, r := range c.Baseline.Results {
-		base[r.Operation] = r
-	}
 	var out []Ratio
-	for _, s := range c.Subject.Results {
-		b, ok := base[s.Operation]
-		if !ok {
-			continue
-		}
-		out = append(out, Ratio{Operation: s.Operation, Throughput: ratio(s.Throughput(), b.Throughput()),
-			P50: ratio(seconds(b.Latency.P50), seconds(s.Latency.P50)), P99: ratio(seconds(b.Latency.P99), seconds(s.Latency.P99))})
+	for _, p := range c.pairs() {
+		out = append(out, p.ratio())
 	}
 	return out
 }
 
-func seconds(d time.Duration) float64 { return d.Seconds() }
+// pair is one operation's results on the baseline and on the subject.
+type pair struct{ baseline, subject Result }
+
+// pairs are the operations both reports measured, in the subject's order.
+func (c Comparison) pairs() []pair {
+	base := map[string]Result{}
+	for _, r := range c.Baseline.Results {
+		base[r.Operation] = r
+	}
+	var out []pair
+	for _, s := range c.Subject.Results {
+		if b, ok := base[s.Operation]; ok {
+			out = append(out, pair{b, s})
+		}
+	}
+	return out
+}
+
+func (p pair) ratio() Ratio {
+	b, s := p.baseline, p.subject
+	return Ratio{Operation: s.Operation, Throughput: ratio(s.Throughput(), b.Throughput()),
+		P50: ratio(b.Latency.P50.Seconds(), s.Latency.P50.Seconds()), P99: ratio(b.Latency.P99.Seconds(), s.Latency.P99.Seconds())}
+}
 
 // ratio is a/b, 0 when either is not a measurement.
 func ratio(a, b float64) float64 {
@@ -57,16 +69,8 @@ func (c Comparison) WriteTable(w io.Writer) {
 		c.Subject.Server, c.Baseline.Server)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "OPERATION\tBASELINE OPS/S\tOPS/S\tTHROUGHPUT\tBASELINE P50/P99(ms)\tP50/P99(ms)\tP50\tP99")
-	subject := map[string]Result{}
-	for _, r := range c.Subject.Results {
-		subject[r.Operation] = r
-	}
-	base := map[string]Result{}
-	for _, r := range c.Baseline.Results {
-		base[r.Operation] = r
-	}
-	for _, r := range c.Ratios() {
-		b, s := base[r.Operation], subject[r.Operation]
+	for _, p := range c.pairs() {
+		b, s, r := p.baseline, p.subject, p.ratio()
 		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s\t%.2f/%.2f\t%.2f/%.2f\t%s\t%s\n", r.Operation, b.Throughput(), s.Throughput(), times(r.Throughput),
 			ms(b.Latency.P50), ms(b.Latency.P99), ms(s.Latency.P50), ms(s.Latency.P99), times(r.P50), times(r.P99))
 	}

@@ -129,22 +129,16 @@ func (c *Conn) begin() (*grpc.ClientConn, func(), error) {
 	return fresh.begin()
 }
 
-func (c *Conn) end() {
-	c.mu.Lock()
-	c.calls--
-	closing := c.retired && c.calls == 0 && !c.closed
-	c.closed = c.closed || closing
-	c.mu.Unlock()
-	if closing {
-		_ = c.ClientConn.Close()
-	}
-}
+func (c *Conn) end() { c.settle(func() { c.calls-- }) }
 
 // retire closes the connection now if no call is on it, otherwise after the last one.
-func (c *Conn) retire() {
+func (c *Conn) retire() { c.settle(func() { c.retired = true }) }
+
+// settle applies change, then closes the connection if it is retired and idle.
+func (c *Conn) settle(change func()) {
 	c.mu.Lock()
-	c.retired = true
-	closing := c.calls == 0 && !c.closed
+	change()
+	closing := c.retired && c.calls == 0 && !c.closed
 	c.closed = c.closed || closing
 	c.mu.Unlock()
 	if closing {
