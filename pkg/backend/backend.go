@@ -129,9 +129,10 @@ func advertise(configured string, bound net.Addr) string {
 	return net.JoinHostPort(host, strconv.Itoa(tcp.Port))
 }
 
-// SetOpenAPI serves OpenAPI documents for src's kinds; they are built in the background.
+// SetOpenAPI serves OpenAPI documents for src's kinds; they are built in the background once
+// the backend is ready, or on the first request for one.
 func (b *Backend) SetOpenAPI(src OpenAPISource) {
-	b.discovery.openapi = newLazyOpenAPI(src)
+	b.discovery.openapi = newLazyOpenAPI(src, b.Server.Signals().HasBeenReady.Signaled())
 }
 
 // SetResources installs the ResourceService implementation (default: nothing is served).

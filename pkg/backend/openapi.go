@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apichain/apichain/pkg/openapi"
 	"google.golang.org/genproto/googleapis/api/httpbody"
@@ -58,9 +59,13 @@ func buildOpenAPI(src OpenAPISource) (*openAPIDocs, error) {
 	return d, nil
 }
 
-// lazyOpenAPI builds the documents in the background from the moment they are set, so
-// building them (reflection over every kind) stays off the startup path; the first request
-// for one waits for it.
+// lazyOpenAPI builds the documents in the background a while after the backend is ready
+// (start), so building them (reflection over every kind, about half a second of CPU for
+// core) neither delays readiness nor competes with the rest of the cluster coming up; a
+// request for one before that builds them at once, and later ones wait for the same build.
+// openAPIBuildDelay is how long after readiness the documents are built unasked.
+const openAPIBuildDelay = 2 * time.Second
+
 type lazyOpenAPI struct {
 	once sync.Once
 	src  OpenAPISource
@@ -68,9 +73,13 @@ type lazyOpenAPI struct {
 	err  error
 }
 
-func newLazyOpenAPI(src OpenAPISource) *lazyOpenAPI {
+func newLazyOpenAPI(src OpenAPISource, start <-chan struct{}) *lazyOpenAPI {
 	l := &lazyOpenAPI{src: src}
-	go l.get()
+	go func() {
+		<-start
+		time.Sleep(openAPIBuildDelay)
+		_, _ = l.get()
+	}()
 	return l
 }
 

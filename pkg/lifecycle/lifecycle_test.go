@@ -100,11 +100,25 @@ func TestRegistryExpiry(t *testing.T) {
 	reg.now = func() time.Time { return now }
 	changes := 0
 	reg.OnChange(func() { changes++ })
+	changed := reg.Changed()
 	reg.Upsert(&lifecyclev1.InstanceState{Service: "core", InstanceId: "x"}, SourceNATS)
 	assert.Len(t, reg.Instances(), 1)
+	assert.True(t, closed(changed), "Changed is closed by the change")
+	changed = reg.Changed()
+	assert.False(t, closed(changed), "and a new one waits for the next")
 	now = now.Add(1500 * time.Millisecond)
 	assert.Empty(t, reg.Instances())
 	assert.Equal(t, 2, changes)
+	assert.True(t, closed(changed), "an expiry is a change")
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // The published state is server.State converted by number: the two enums must agree.

@@ -27,6 +27,7 @@ type Registry struct {
 	entries   map[string]entry
 	source    Source
 	listeners []func()
+	changed   chan struct{} // closed and replaced on every change
 	synced    chan struct{}
 	syncOnce  sync.Once
 }
@@ -42,7 +43,8 @@ func NewRegistry(ttl time.Duration) *Registry {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	return &Registry{ttl: ttl, now: time.Now, entries: map[string]entry{}, source: SourceNATS, synced: make(chan struct{})}
+	return &Registry{ttl: ttl, now: time.Now, entries: map[string]entry{}, source: SourceNATS,
+		changed: make(chan struct{}), synced: make(chan struct{})}
 }
 
 // MarkSynced records that the registry holds a complete picture once (NATS initial values
@@ -59,9 +61,18 @@ func (r *Registry) OnChange(f func()) {
 	r.mu.Unlock()
 }
 
+// Changed is closed at the next change of the entries.
+func (r *Registry) Changed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changed
+}
+
 func (r *Registry) notify() {
 	r.mu.Lock()
 	ls := append([]func(){}, r.listeners...)
+	close(r.changed)
+	r.changed = make(chan struct{})
 	r.mu.Unlock()
 	for _, f := range ls {
 		f()

@@ -139,8 +139,23 @@ func (c *watchCache) run(ctx context.Context) {
 	}
 }
 
+// stream is the cache's own etcd watch stream (storage.WatchStream): its progress requests
+// are answered as soon as its one watch has caught up, whatever other watches do.
+func (c *watchCache) stream(ctx context.Context) context.Context {
+	return storage.WatchStream(ctx, "watch-cache/"+c.r.GroupResource().String())
+}
+
 func (c *watchCache) sync(ctx context.Context) error {
-	page, err := c.h.store.List(ctx, prefix(c.r, ""), 0, "", 0)
+	// The watch first, from the present, then the list at the revision it starts after: a
+	// list first would leave the watch behind etcd's revision, and etcd answers no progress
+	// request until its next sync (100 ms) catches it up, so consistent reads would wait.
+	wctx, cancel := context.WithCancel(c.stream(ctx))
+	defer cancel()
+	rev, events, err := c.h.store.WatchNow(wctx, prefix(c.r, ""))
+	if err != nil {
+		return err
+	}
+	page, err := c.h.store.List(ctx, prefix(c.r, ""), rev, "", 0)
 	if err != nil {
 		return err
 	}
@@ -161,13 +176,13 @@ func (c *watchCache) sync(ctx context.Context) error {
 	// again from the cache's revision, so the cache and its watchers ride through it; only a
 	// compaction past that revision means listing again.
 	for {
-		c.mu.Lock()
-		from := c.rev
-		c.mu.Unlock()
 		err := ctx.Err()
-		for ev := range c.h.store.Watch(ctx, prefix(c.r, ""), from) {
+		for ev := range events {
 			if err = ev.Err; err != nil {
 				break
+			}
+			if ev.ModRevision <= rev {
+				continue // in the list already (a write while etcd set the watch up)
 			}
 			if err := c.apply(ev); err != nil {
 				return err
@@ -176,11 +191,15 @@ func (c *watchCache) sync(ctx context.Context) error {
 		if ctx.Err() != nil || errors.Is(err, storage.ErrCompacted) {
 			return err
 		}
+		c.mu.Lock()
+		from := c.rev
+		c.mu.Unlock()
 		c.log.Debug("watch cache resuming its watch", "resource", c.r.Name, "resourceVersion", from, "err", err)
 		select {
 		case <-ctx.Done():
 		case <-time.After(100 * time.Millisecond):
 		}
+		events = c.h.store.Watch(wctx, prefix(c.r, ""), from)
 	}
 }
 
@@ -288,7 +307,7 @@ func (c *watchCache) waitFresh(ctx context.Context, rev uint64, timeout time.Dur
 		}
 		if ready && !asked {
 			asked = true
-			_ = c.h.store.RequestProgress(ctx)
+			_ = c.h.store.RequestProgress(c.stream(ctx))
 		}
 		select {
 		case <-changed:

@@ -150,17 +150,20 @@ func (c *Client) Watch(ctx context.Context, r *Resource) <-chan Change {
 		keyPrefix = prefix(r, "")
 	}
 	out := make(chan Change, 100)
-	// Watch from the revision of now, read before returning: a write made after Watch returns
-	// is reported even if etcd sets the watch up later (a controller's first pass runs after
-	// Watch and must not miss the writes that follow it).
-	rev, err := c.h.store.CurrentRevision(ctx)
+	// Set up before returning: a write made after Watch returns is reported (a controller's
+	// first pass runs after Watch and must not miss the writes that follow it). From the
+	// present, so the watch is caught up at once and keeps no one's progress request waiting.
+	_, events, err := c.h.store.WatchNow(ctx, keyPrefix)
 	if err != nil {
-		rev = 0
+		events = nil
 	}
 	go func() {
 		defer close(out)
 		for {
-			for ev := range c.h.store.Watch(ctx, keyPrefix, rev) {
+			if events == nil { // from the present: the Change{} sent for the failure covers the gap
+				events = c.h.store.Watch(ctx, keyPrefix, 0)
+			}
+			for ev := range events {
 				if ev.Type == storage.Progress {
 					continue // no write
 				}
@@ -182,7 +185,7 @@ func (c *Client) Watch(ctx context.Context, r *Resource) <-chan Change {
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
-			rev = 0 // resume from the present (the Change{} sent for the failure says so)
+			events = nil
 		}
 	}()
 	return out

@@ -10,6 +10,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
 )
 
 // Errors of the store; the registry turns them into kube Status errors.
@@ -246,6 +247,42 @@ type Event struct {
 // Watch streams changes under prefix after revision rev (0: from now). The channel closes
 // when ctx is done or after an Err event.
 func (s *Store) Watch(ctx context.Context, prefix string, rev int64) <-chan Event {
+	return s.watch(ctx, prefix, rev, nil)
+}
+
+// WatchNow watches prefix from the present and returns once etcd has set the watch up, with
+// a revision it starts after: a list at that revision and the watch's events together miss
+// no change. Events at or before the revision may come too (a write between the watch's
+// setup and etcd's answer) and are to be skipped. Unlike a watch from a past revision, it is
+// caught up at once, so a progress request on its stream is answered at once (etcd syncs a
+// watch behind its revision only every 100 ms, and ignores progress requests on a stream
+// with such a watch on it).
+func (s *Store) WatchNow(ctx context.Context, prefix string) (int64, <-chan Event, error) {
+	created := make(chan int64) // unbuffered: the setup's revision comes before any event
+	out := s.watch(ctx, prefix, 0, created)
+	select {
+	case rev := <-created:
+		return rev, out, nil
+	case ev, ok := <-out: // the watch failed before etcd set it up
+		if !ok {
+			return 0, nil, ctx.Err()
+		}
+		return 0, nil, ev.Err
+	}
+}
+
+// WatchStream gives the watches and progress requests made with the returned context an etcd
+// watch stream (a gRPC stream) of their own, named name, replacing ctx's outgoing metadata,
+// which names the stream. etcd answers a progress request only once every watch on its
+// stream has caught up, so a watch cache, which asks for progress to serve consistent reads,
+// keeps its watch away from the watches that start in the past.
+func WatchStream(ctx context.Context, name string) context.Context {
+	return metadata.NewOutgoingContext(ctx, metadata.Pairs("apichain-watch-stream", name))
+}
+
+// watch streams changes under prefix after rev; with created, it asks etcd to confirm the
+// watch's setup and sends etcd's revision at that moment on created before any event.
+func (s *Store) watch(ctx context.Context, prefix string, rev int64, created chan<- int64) <-chan Event {
 	out := make(chan Event, 100)
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
@@ -253,6 +290,9 @@ func (s *Store) Watch(ctx context.Context, prefix string, rev int64) <-chan Even
 	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithProgressNotify()}
 	if rev > 0 {
 		opts = append(opts, clientv3.WithRev(rev+1))
+	}
+	if created != nil {
+		opts = append(opts, clientv3.WithCreatedNotify())
 	}
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	wch := s.client.Watch(wctx, prefix, opts...)
@@ -266,6 +306,17 @@ func (s *Store) Watch(ctx context.Context, prefix string, rev int64) <-chan Even
 				}
 				send(ctx, out, Event{Err: err})
 				return
+			}
+			if resp.Created {
+				if created != nil {
+					select {
+					case created <- resp.Header.Revision:
+					case <-ctx.Done():
+						return
+					}
+					created = nil
+				}
+				continue
 			}
 			if resp.IsProgressNotify() {
 				if !send(ctx, out, Event{Type: Progress, ModRevision: resp.Header.Revision}) {
@@ -327,8 +378,8 @@ func mapErr(err error) error {
 	return fmt.Errorf("etcd: %w", err)
 }
 
-// RequestProgress asks etcd to send a Progress event on open watches, so a watcher learns it
-// is current even when nothing under its prefix changed.
+// RequestProgress asks etcd to send a Progress event on the open watches of ctx's stream (see
+// WatchStream), so a watcher learns it is current even when nothing under its prefix changed.
 func (s *Store) RequestProgress(ctx context.Context) error {
 	return mapErr(s.client.RequestProgress(clientv3.WithRequireLeader(ctx)))
 }

@@ -345,3 +345,81 @@ func TestWatchProgress(t *testing.T) {
 		}
 	}, 10*time.Second, 10*time.Millisecond)
 }
+
+// A watch from the present plus a list at the revision it starts after miss no write and
+// report none twice, however the writes interleave with setting them up.
+func TestWatchNowMissesNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := prefix(t)
+	const writes = 200
+	done := make(chan error, 1)
+	go func() {
+		for i := range writes {
+			if _, err := testStore.Create(ctx, fmt.Sprintf("%s%03d", p, i), []byte("v")); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := 0; i < writes/4; i++ { // set up while the writer is under way
+		if _, err := testStore.CurrentRevision(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rev, events, err := testStore.WatchNow(ctx, p)
+	require.NoError(t, err)
+	list, err := testStore.List(ctx, p, rev, "", 0)
+	require.NoError(t, err)
+	assert.Equal(t, rev, list.Revision)
+	seen := map[string]int{}
+	for _, kv := range list.KVs {
+		seen[kv.Key]++
+	}
+	require.NoError(t, <-done)
+	for len(seen) < writes {
+		ev := nextEvent(t, events)
+		require.NoError(t, ev.Err)
+		if ev.Type == Progress || ev.ModRevision <= rev {
+			continue
+		}
+		seen[ev.Key]++
+	}
+	for k, n := range seen {
+		assert.Equal(t, 1, n, k)
+	}
+
+	gone, stop := context.WithCancel(ctx)
+	stop()
+	_, _, err = testStore.WatchNow(gone, p)
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+// A watch on a stream of its own gets the progress asked for on that stream.
+func TestWatchStreamProgress(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := prefix(t)
+	own := WatchStream(ctx, t.Name())
+	_, ch, err := testStore.WatchNow(own, p)
+	require.NoError(t, err)
+	_, err = testStore.Create(ctx, prefix(t)+"other", []byte("x"))
+	require.NoError(t, err)
+	cur, err := testStore.CurrentRevision(ctx)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		// Another context of the same stream, as a read's is.
+		if err := testStore.RequestProgress(WatchStream(context.Background(), t.Name())); err != nil {
+			return false
+		}
+		select {
+		case ev := <-ch:
+			require.NoError(t, ev.Err)
+			require.Equal(t, Progress, ev.Type)
+			return ev.ModRevision >= cur
+		case <-time.After(100 * time.Millisecond):
+			return false
+		}
+	}, 10*time.Second, 10*time.Millisecond)
+}

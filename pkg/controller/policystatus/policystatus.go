@@ -37,16 +37,20 @@ func Run(ctx context.Context, c *registry.Client, swaggerV2 func() ([]byte, erro
 	var checker *validating.TypeChecker
 	ctx = registry.WithFieldManager(ctx, FieldManager)
 	c.Reconcile(ctx, r, resync, func(ctx context.Context) error {
-		if checker == nil {
-			doc, err := swaggerV2()
-			if err != nil {
-				return err
+		err := reconcile(ctx, c, r, func() (*validating.TypeChecker, error) {
+			// Built for the first policy to check, not at startup: it parses the whole v2
+			// document (a fifth of a second of CPU), and most clusters have no policies.
+			if checker == nil {
+				doc, err := swaggerV2()
+				if err != nil {
+					return nil, err
+				}
+				if checker, err = NewTypeChecker(doc, c.Resources()); err != nil {
+					return nil, err
+				}
 			}
-			if checker, err = NewTypeChecker(doc, c.Resources()); err != nil {
-				return err
-			}
-		}
-		err := reconcile(ctx, c, r, checker)
+			return checker, nil
+		})
 		if err != nil && ctx.Err() == nil {
 			log.Warn("validating admission policy status", "err", err)
 		}
@@ -54,7 +58,7 @@ func Run(ctx context.Context, c *registry.Client, swaggerV2 func() ([]byte, erro
 	})
 }
 
-func reconcile(ctx context.Context, c *registry.Client, r *registry.Resource, checker *validating.TypeChecker) error {
+func reconcile(ctx context.Context, c *registry.Client, r *registry.Resource, typeChecker func() (*validating.TypeChecker, error)) error {
 	objs, err := c.List(ctx, r, "", "")
 	if err != nil {
 		return err
@@ -63,6 +67,10 @@ func reconcile(ctx context.Context, c *registry.Client, r *registry.Resource, ch
 		p := o.(*admissionregistrationv1.ValidatingAdmissionPolicy)
 		if p.Generation <= p.Status.ObservedGeneration {
 			continue
+		}
+		checker, err := typeChecker()
+		if err != nil {
+			return err
 		}
 		warnings := checker.Check(p)
 		if err := c.Update(ctx, r, "", p.Name, "status", func(o runtime.Object) {

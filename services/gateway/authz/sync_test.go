@@ -61,6 +61,8 @@ func (s *fakeStream) Recv() (*resourcev1.WatchResponse, error) {
 	}
 }
 
+func (f *fakeCore) Changed() <-chan struct{} { return nil }
+
 func (f *fakeCore) Watch(ctx context.Context, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

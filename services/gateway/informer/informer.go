@@ -24,6 +24,8 @@ import (
 type Reader interface {
 	List(ctx context.Context, req *resourcev1.ListRequest) (*resourcev1.ListResponse, error)
 	Watch(ctx context.Context, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error)
+	// Changed is closed when the routes may have changed (a backend became ready).
+	Changed() <-chan struct{}
 }
 
 // Decoder reads one object of the resource from JSON.
@@ -87,14 +89,20 @@ func (i *Informer) List() []metav1.Object {
 	return out
 }
 
-// Run keeps the copy current until ctx ends, retrying while core is away: soon until the
-// first list (core is coming up with the gateway, whose readiness may wait on it), then with
-// a backoff of up to a second.
+// Run keeps the copy current until ctx ends, retrying while core is away: until the first
+// list (core is coming up with the gateway, whose readiness may wait on it) soon and as soon
+// as the routes change, then with a backoff of up to a second.
 func (i *Informer) Run(ctx context.Context) {
 	rv := ""
 	const soon = 25 * time.Millisecond
 	backoff := soon
 	for ctx.Err() == nil {
+		var wake <-chan struct{} // nil once synced: never
+		select {
+		case <-i.synced:
+		default:
+			wake = i.reader.Changed() // before the try, so a change during it counts
+		}
 		var err error
 		if rv == "" {
 			rv, err = i.list(ctx)
@@ -112,6 +120,7 @@ func (i *Informer) Run(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-time.After(backoff):
+			case <-wake:
 			}
 			select {
 			case <-i.synced:

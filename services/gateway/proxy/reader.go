@@ -18,6 +18,9 @@ type Reader struct {
 // NewReader reads through rt.
 func NewReader(rt *routing.Router) *Reader { return &Reader{rt: rt} }
 
+// Changed is closed when the routes may have changed.
+func (r *Reader) Changed() <-chan struct{} { return r.rt.Changed() }
+
 // Get reads one object through the chain.
 func (r *Reader) Get(ctx context.Context, req *resourcev1.GetRequest) (*resourcev1.GetResponse, error) {
 	return chainError(routing.Invoke(ctx, r.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.GetResponse, error) {

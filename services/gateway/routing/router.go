@@ -56,6 +56,9 @@ func (rt *Router) CountRequests(reg prometheus.Registerer) {
 	reg.MustRegister(rt.perInstance)
 }
 
+// Changed is closed when the instances may have changed, and with them the routes.
+func (rt *Router) Changed() <-chan struct{} { return rt.reg.Changed() }
+
 // Conn is the pooled connection to addr.
 func (rt *Router) Conn(addr string) (*Conn, error) { return rt.pool.Get(addr) }
 

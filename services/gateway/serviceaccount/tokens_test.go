@@ -77,6 +77,8 @@ func (f *fakeCore) List(_ context.Context, req *resourcev1.ListRequest) (*resour
 	return &resourcev1.ListResponse{Body: &resourcev1.Body{Data: data}}, nil
 }
 
+func (f *fakeCore) Changed() <-chan struct{} { return nil }
+
 func (f *fakeCore) Watch(context.Context, *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
 	return nil, io.EOF
 }
