@@ -54,6 +54,7 @@ bench:
 
 bench-startup:
 	go test -run '^$$' -bench StartupToReady -benchtime 20x ./test/e2e/
+	go test -run '^$$' -bench Start -benchtime 20x ./cmd/apichain/apichaintest/
 
 # The chaos runs we keep, on the compose stack (also in make test): etcd's leader SIGKILLed five
 # times, rolling restarts of core, extensions and aggregator replicas, a SIGKILLed core replica

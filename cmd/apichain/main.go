@@ -1,15 +1,16 @@
 // Command apichain runs the whole split API server in one process: the gateway and the
-// aggregator, core and extensions backends, with an embedded etcd and NATS unless real
-// ones are given. The services still talk gRPC (over loopback, mutual TLS) and publish their
-// lifecycle over NATS, exactly as when they run as separate processes.
+// aggregator, core and extensions backends, with an embedded etcd and NATS unless real ones
+// are given (package allinone).
 package main
 
 import (
 	"os"
+
+	"github.com/apichain/apichain/cmd/apichain/allinone"
 )
 
 func main() {
-	if err := newCommand().Execute(); err != nil {
+	if err := allinone.NewCommand(nil).Execute(); err != nil {
 		os.Exit(1)
 	}
 }

@@ -1,7 +1,6 @@
 package process
 
 import (
-	"context"
 	"fmt"
 	"k8s.io/klog/v2"
 	"log/slog"
@@ -31,7 +30,9 @@ func (p *Process) Command(use, short string, targets ...string) *cobra.Command {
 				return err
 			}
 			p.Log = log
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			// Until SIGTERM or SIGINT, or the end of the context the command was executed
+			// with (a test server stops that way).
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			if err := p.Run(ctx, targets...); err != nil {
 				log.Error(use+" stopped with an error", "err", err)

@@ -7,5 +7,5 @@ import (
 )
 
 func main() {
-	backend.Main(app.Service, "apichain aggregator backend: APIServices and proxying to external API servers")
+	backend.Main((&app.Options{}).Service(), "apichain aggregator backend: APIServices and proxying to external API servers")
 }

@@ -7,5 +7,5 @@ import (
 )
 
 func main() {
-	backend.Main(app.Service, "apichain core backend: /api/v1 and the built-in groups")
+	backend.Main(app.NewOptions().Service(), "apichain core backend: /api/v1 and the built-in groups")
 }

@@ -26,30 +26,35 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Service is the aggregator backend.
-var Service = backend.Service{Name: topology.Aggregator, Served: Served, Setup: Setup, Flags: func(fs *pflag.FlagSet) {
-	fs.BoolVar(&aggregatorRouting, "enable-aggregator-routing", false,
-		"Turns on aggregator routing requests to endpoints IP rather than cluster IP. Here: always to a ready endpoint of the APIService's Service (and its availability requires one); by default to one when its EndpointSlices list any, else to its cluster DNS name <name>.<namespace>.svc.")
-	fs.StringVar(&ProxyClientCertFile, "proxy-client-cert-file", "",
-		"Client certificate used to prove the identity of the aggregator or kube-apiserver when it must call out during a request. This includes proxying requests to a user api-server and calling out to webhook admission plugins. It is expected that this cert includes a signature from the CA in the --requestheader-client-ca-file flag. That CA is published in the 'extension-apiserver-authentication' configmap in the kube-system namespace. Components receiving calls from kube-aggregator should use that CA to perform their half of the mutual TLS verification.")
-	fs.StringVar(&ProxyClientKeyFile, "proxy-client-key-file", "",
-		"Private key for the client certificate used to prove the identity of the aggregator or kube-apiserver when it must call out during a request. This includes proxying requests to a user api-server and calling out to webhook admission plugins.")
-}}
+// Options are the aggregator's own settings (its flags); each instance of the service has
+// its own.
+type Options struct {
+	AggregatorRouting bool
+	// ProxyClientCertFile and ProxyClientKeyFile are the front-proxy client certificate the
+	// aggregator presents to aggregated API servers (--proxy-client-cert-file, ...-key-file;
+	// the all-in-one sets its generated one).
+	ProxyClientCertFile, ProxyClientKeyFile string
+}
 
-var aggregatorRouting bool
-
-// ProxyClientCertFile and ProxyClientKeyFile are the front-proxy client certificate the
-// aggregator presents to aggregated API servers (--proxy-client-cert-file, ...-key-file; the
-// all-in-one sets its generated one).
-var ProxyClientCertFile, ProxyClientKeyFile string
+// Service is the aggregator backend configured by o.
+func (o *Options) Service() backend.Service {
+	return backend.Service{Name: topology.Aggregator, Served: Served, Setup: o.setup, Flags: func(fs *pflag.FlagSet) {
+		fs.BoolVar(&o.AggregatorRouting, "enable-aggregator-routing", false,
+			"Turns on aggregator routing requests to endpoints IP rather than cluster IP. Here: always to a ready endpoint of the APIService's Service (and its availability requires one); by default to one when its EndpointSlices list any, else to its cluster DNS name <name>.<namespace>.svc.")
+		fs.StringVar(&o.ProxyClientCertFile, "proxy-client-cert-file", "",
+			"Client certificate used to prove the identity of the aggregator or kube-apiserver when it must call out during a request. This includes proxying requests to a user api-server and calling out to webhook admission plugins. It is expected that this cert includes a signature from the CA in the --requestheader-client-ca-file flag. That CA is published in the 'extension-apiserver-authentication' configmap in the kube-system namespace. Components receiving calls from kube-aggregator should use that CA to perform their half of the mutual TLS verification.")
+		fs.StringVar(&o.ProxyClientKeyFile, "proxy-client-key-file", "",
+			"Private key for the client certificate used to prove the identity of the aggregator or kube-apiserver when it must call out during a request. This includes proxying requests to a user api-server and calling out to webhook admission plugins.")
+	}}
+}
 
 // Served lists apiregistration.k8s.io/v1.
 func Served() []*discoveryv1.GroupVersion {
 	return registry.NewSet(apiservice.Resource()).Served()
 }
 
-// Setup installs the APIService resource and its controllers on b.
-func Setup(b *backend.Backend) error {
+// setup installs the APIService resource and its controllers on b.
+func (o *Options) setup(b *backend.Backend) error {
 	scheme, err := registry.NewScheme(apiregistration.AddToScheme)
 	if err != nil {
 		return err
@@ -73,7 +78,7 @@ func Setup(b *backend.Backend) error {
 	if err := admission.Install(b, h, othersClient, client); err != nil {
 		return err
 	}
-	if err := serveProxy(b, client, othersClient); err != nil {
+	if err := o.serveProxy(b, client, othersClient); err != nil {
 		return err
 	}
 	b.Server.AddHealthChecks(apiservice.Completion(client))
@@ -92,14 +97,14 @@ func Setup(b *backend.Backend) error {
 
 // serveProxy forwards the remote APIServices' requests, and publishes their group/versions as
 // proxied as APIServices come and go.
-func serveProxy(b *backend.Backend, apiservices, others *registry.Client) error {
+func (o *Options) serveProxy(b *backend.Backend, apiservices, others *registry.Client) error {
 	endpoints, err := proxy.NewEndpoints(others)
 	if err != nil {
 		return err
 	}
 	var cert *tls.Certificate
-	if ProxyClientCertFile != "" || ProxyClientKeyFile != "" {
-		c, err := tls.LoadX509KeyPair(ProxyClientCertFile, ProxyClientKeyFile)
+	if o.ProxyClientCertFile != "" || o.ProxyClientKeyFile != "" {
+		c, err := tls.LoadX509KeyPair(o.ProxyClientCertFile, o.ProxyClientKeyFile)
 		if err != nil {
 			return fmt.Errorf("--proxy-client-cert-file/--proxy-client-key-file: %w", err)
 		}
@@ -107,13 +112,13 @@ func serveProxy(b *backend.Backend, apiservices, others *registry.Client) error 
 	}
 	r, _ := apiservices.Lookup(apiregistration.SchemeGroupVersion.WithResource("apiservices"))
 	lookup := func(ctx context.Context, group, version string) (*apiregistration.APIService, error) {
-		o, err := apiservices.Get(ctx, r, "", apiregistration.Name(schema.GroupVersion{Group: group, Version: version}))
+		obj, err := apiservices.Get(ctx, r, "", apiregistration.Name(schema.GroupVersion{Group: group, Version: version}))
 		if err != nil {
 			return nil, err
 		}
-		return o.(*apiregistration.APIService), nil
+		return obj.(*apiregistration.APIService), nil
 	}
-	server := proxy.NewServer(lookup, endpoints, aggregatorRouting, cert)
+	server := proxy.NewServer(lookup, endpoints, o.AggregatorRouting, cert)
 	b.RegisterService(&proxyv1.ProxyService_ServiceDesc, server)
 	if err := b.Server.AddPostStartHook("apiservice-status-local-available-controller", func(ctx context.Context) error {
 		go apiservice.RunAvailability(ctx, apiservices, nil, nil, b.Server.RecheckReadiness, b.Log, 5*time.Minute)

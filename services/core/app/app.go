@@ -31,34 +31,42 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 )
 
-// Service is the core backend: what it serves and how it is set up.
-var Service = backend.Service{Name: topology.Core, Served: Served, Setup: Setup, Flags: func(fs *pflag.FlagSet) {
-	Network.AddFlags(fs)
-	fs.BoolVar(&allowPrivileged, "allow-privileged", false, "If true, allow privileged containers.")
-}}
+// Options are core's own settings (its flags); each instance of the service has its own.
+type Options struct {
+	// Network are the service network flags (--service-cluster-ip-range, --service-node-port-range).
+	Network         *servicenet.Options
+	AllowPrivileged bool
+	// KubernetesServicePort is the default/kubernetes Service's target port: the gateway's
+	// secure port (the all-in-one sets it).
+	KubernetesServicePort int32
+}
 
-var allowPrivileged bool
+// NewOptions are core's defaults.
+func NewOptions() *Options {
+	return &Options{Network: servicenet.NewOptions(), KubernetesServicePort: 6443}
+}
 
-// Network are the service network flags (--service-cluster-ip-range, --service-node-port-range).
-var Network = servicenet.NewOptions()
-
-// KubernetesServicePort is the default/kubernetes Service's target port: the gateway's secure
-// port (the all-in-one sets it).
-var KubernetesServicePort int32 = 6443
+// Service is the core backend configured by o: what it serves and how it is set up.
+func (o *Options) Service() backend.Service {
+	return backend.Service{Name: topology.Core, Served: Served, Setup: o.setup, Flags: func(fs *pflag.FlagSet) {
+		o.Network.AddFlags(fs)
+		fs.BoolVar(&o.AllowPrivileged, "allow-privileged", false, "If true, allow privileged containers.")
+	}}
+}
 
 // Served lists the group/versions and resources core owns, legacy group first.
 func Served() []*discoveryv1.GroupVersion {
 	return registry.NewSet(builtin.Resources(builtin.Options{})...).Served()
 }
 
-// Setup installs core's resources and hooks on b.
-func Setup(b *backend.Backend) error {
+// setup installs core's resources and hooks on b.
+func (o *Options) setup(b *backend.Backend) error {
 	scheme, err := builtin.NewScheme()
 	if err != nil {
 		return err
 	}
-	builtin.AllowPrivileged(allowPrivileged)
-	network, err := Network.Parse()
+	builtin.AllowPrivileged(o.AllowPrivileged)
+	network, err := o.Network.Parse()
 	if err != nil {
 		return err
 	}
@@ -111,7 +119,7 @@ func Setup(b *backend.Backend) error {
 		if err := h.EnsureNamespaces(ctx, registry.SystemNamespaces); err != nil {
 			return err
 		}
-		if err := alloc.EnsureDefaults(ctx, KubernetesServicePort); err != nil {
+		if err := alloc.EnsureDefaults(ctx, o.KubernetesServicePort); err != nil {
 			return err
 		}
 		go alloc.Repair(ctx, b.Log, 3*time.Minute)
