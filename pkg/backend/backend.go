@@ -132,7 +132,8 @@ func advertise(configured string, bound net.Addr) string {
 // SetOpenAPI serves OpenAPI documents for src's kinds; they are built in the background once
 // the backend is ready, or on the first request for one.
 func (b *Backend) SetOpenAPI(src OpenAPISource) {
-	b.discovery.openapi = newLazyOpenAPI(src, b.Server.Signals().HasBeenReady.Signaled())
+	signals := b.Server.Signals()
+	b.discovery.openapi = newLazyOpenAPI(src, signals.HasBeenReady.Signaled(), signals.ShutdownInitiated.Signaled())
 }
 
 // SetResources installs the ResourceService implementation (default: nothing is served).

@@ -73,12 +73,19 @@ type lazyOpenAPI struct {
 	err  error
 }
 
-func newLazyOpenAPI(src OpenAPISource, start <-chan struct{}) *lazyOpenAPI {
+func newLazyOpenAPI(src OpenAPISource, start, stop <-chan struct{}) *lazyOpenAPI {
 	l := &lazyOpenAPI{src: src}
 	go func() {
-		<-start
-		time.Sleep(openAPIBuildDelay)
-		_, _ = l.get()
+		select {
+		case <-start:
+		case <-stop:
+			return
+		}
+		select {
+		case <-time.After(openAPIBuildDelay):
+			_, _ = l.get()
+		case <-stop: // a backend that stops so soon needs no documents
+		}
 	}()
 	return l
 }

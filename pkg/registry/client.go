@@ -197,9 +197,11 @@ func objectRef(r *Resource, namespace, name string) *resourcev1.ResourceRef {
 		Namespace: namespace, Name: name}
 }
 
-// Reconcile runs pass now, after every write to r's objects, and every resync, until ctx
-// ends: the loop of a controller that recomputes what it owns from what is stored. A pass that
-// fails (etcd not ready yet at startup) runs again within a second, not at the next write.
+// Reconcile runs pass now, after writes to r's objects, and every resync, until ctx ends: the
+// loop of a controller that recomputes what it owns from what is stored. Writes reported while
+// a pass runs lead to one more pass, not one each (a fresh cluster's bootstrap writes some 70
+// cluster roles at once). A pass that fails (etcd not ready yet at startup) runs again within
+// a second, not at the next write.
 func (c *Client) Reconcile(ctx context.Context, r *Resource, resync time.Duration, pass func(context.Context) error) {
 	changes := c.Watch(ctx, r)
 	t := time.NewTicker(resync)
@@ -214,10 +216,24 @@ func (c *Client) Reconcile(ctx context.Context, r *Resource, resync time.Duratio
 		case <-ctx.Done():
 			return
 		case _, ok := <-changes:
-			if !ok {
+			if !ok || !drain(changes) {
 				return
 			}
 		case <-t.C:
+		}
+	}
+}
+
+// drain takes the changes already reported; false when the channel closed.
+func drain(changes <-chan Change) bool {
+	for {
+		select {
+		case _, ok := <-changes:
+			if !ok {
+				return false
+			}
+		default:
+			return true
 		}
 	}
 }

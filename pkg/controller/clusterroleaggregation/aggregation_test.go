@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -31,4 +32,24 @@ func TestRules(t *testing.T) {
 	}, got, "matching roles in name order, each rule once, never its own")
 	view.AggregationRule.ClusterRoleSelectors = nil
 	assert.Empty(t, Rules(view, roles))
+}
+
+func TestSameRuleIsSemanticEquality(t *testing.T) {
+	rules := []rbacv1.PolicyRule{
+		{},
+		{Verbs: []string{}},
+		{Verbs: []string{"get"}},
+		{Verbs: []string{"get"}, APIGroups: []string{""}},
+		{Verbs: []string{"get"}, APIGroups: []string{"apps"}},
+		{Verbs: []string{"get", "list"}, Resources: []string{"pods"}},
+		{Verbs: []string{"list", "get"}, Resources: []string{"pods"}},
+		{Verbs: []string{"get"}, Resources: []string{"pods"}, ResourceNames: []string{"a"}},
+		{Verbs: []string{"get"}, NonResourceURLs: []string{"/healthz"}},
+		{Verbs: []string{"get"}, NonResourceURLs: []string{}},
+	}
+	for _, a := range rules {
+		for _, b := range rules {
+			assert.Equal(t, equality.Semantic.DeepEqual(a, b), sameRule(a, b), "%v and %v", a, b)
+		}
+	}
 }
