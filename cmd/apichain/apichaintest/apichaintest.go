@@ -41,7 +41,8 @@ type Options struct {
 	// Args are more flags of the all-in-one (see apichain --help), for example
 	// "--authorization-mode=RBAC" or "--service-cluster-ip-range=10.96.0.0/16".
 	Args []string
-	// LogLevel is the level of the server's log on stderr (default "error").
+	// LogLevel is the level of the server's log on stderr (default "error"). As in the apichain
+	// command, that log also becomes slog's default and klog's.
 	LogLevel string
 	// ReadyTimeout bounds the wait for /readyz (default one minute).
 	ReadyTimeout time.Duration
