@@ -191,7 +191,18 @@ func (w *watcher) send(typ string, obj runtime.Object, enc *encodings) error {
 	if err != nil {
 		return err
 	}
-	return w.stream.Send(&resourcev1.WatchResponse{Type: typ, Object: &resourcev1.Body{ContentType: w.out.contentType(), Data: data}})
+	return w.stream.Send(&resourcev1.WatchResponse{Type: typ, Object: &resourcev1.Body{ContentType: w.out.contentType(), Data: data},
+		Revision: revisionOf(obj)})
+}
+
+// revisionOf is obj's resourceVersion as a number (0 if it has none).
+func revisionOf(obj runtime.Object) int64 {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return 0
+	}
+	rev, _ := strconv.ParseInt(acc.GetResourceVersion(), 10, 64)
+	return rev
 }
 
 // encode encodes an object of the watcher's own in its output: as is, as a Table row (the
@@ -228,7 +239,7 @@ func (w *watcher) bookmark(rev int64, initialEventsEnd bool) error {
 	if err != nil {
 		return err
 	}
-	return w.stream.Send(&resourcev1.WatchResponse{Type: "BOOKMARK", Object: &resourcev1.Body{ContentType: w.out.contentType(), Data: data}})
+	return w.stream.Send(&resourcev1.WatchResponse{Type: "BOOKMARK", Object: &resourcev1.Body{ContentType: w.out.contentType(), Data: data}, Revision: rev})
 }
 
 // sendError ends the watch with an ERROR event carrying the Status, as kube does.

@@ -226,7 +226,8 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 		g.rbacSync = authz.NewSync(rbac, proxy.NewReader(g.router), g.Log)
 	}
 	g.grpc = grpc.NewServer(g.grpcInterceptors()...)
-	resourcev1.RegisterResourceServiceServer(g.grpc, proxy.NewGRPC(g.router, g.opts.AuthorizationModes))
+	watches := proxy.NewWatchHub(g.router)
+	resourcev1.RegisterResourceServiceServer(g.grpc, proxy.NewGRPC(g.router, g.opts.AuthorizationModes, watches))
 	lapi := &lifecycleAPI{g: g}
 	lifecyclev1.RegisterLifecycleServiceServer(g.grpc, lapi)
 	healthpb.RegisterHealthServer(g.grpc, g.health)
@@ -236,6 +237,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	g.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	g.metrics.MustRegister(startup.NewCollector(g.startupStates), readiness.WebhookCollector(g.registry))
 	g.router.CountRequests(g.metrics)
+	watches.Register(g.metrics)
 
 	rest := runtime.NewServeMux()
 	if err := lifecyclev1.RegisterLifecycleServiceHandlerServer(context.Background(), rest, lapi); err != nil {
@@ -294,7 +296,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 		mux.Handle("GET /.well-known/openid-configuration", config)
 		mux.Handle("GET /openid/v1/jwks", jwks)
 	}
-	g.rest, g.documents = proxy.NewREST(g.router, g.opts.AuthorizationModes), discovery.NewDocuments(g.router)
+	g.rest, g.documents = proxy.NewREST(g.router, g.opts.AuthorizationModes, watches), discovery.NewDocuments(g.router)
 	discoveryv1.RegisterDiscoveryServiceServer(g.grpc, discovery.NewGRPC(g.documents)) // the whole chain's, merged as over REST
 	g.aggregated = proxy.NewAggregated(g.router, g.opts.AuthorizationModes)
 	g.reviews = &reviews.Handler{Tokens: bearer, APIAudiences: auds, Authorizer: g.authorizer}

@@ -20,11 +20,14 @@ type GRPC struct {
 	resourcev1.UnimplementedResourceServiceServer
 	rt    *routing.Router
 	modes []string
+	hub   *WatchHub
 }
 
-// NewGRPC delegates through rt; modes are the gateway's authorization modes, which travel
-// with each caller.
-func NewGRPC(rt *routing.Router, modes []string) *GRPC { return &GRPC{rt: rt, modes: modes} }
+// NewGRPC delegates through rt, sharing backend watches in hub; modes are the gateway's
+// authorization modes, which travel with each caller.
+func NewGRPC(rt *routing.Router, modes []string, hub *WatchHub) *GRPC {
+	return &GRPC{rt: rt, modes: modes, hub: hub}
+}
 
 func gv(ref *resourcev1.ResourceRef) string {
 	return discovery.GroupVersion(ref.GetGroup(), ref.GetVersion())
@@ -103,8 +106,11 @@ func (p *GRPC) DeleteCollection(ctx context.Context, req *resourcev1.DeleteColle
 }
 
 func (p *GRPC) Watch(req *resourcev1.WatchRequest, out grpc.ServerStreamingServer[resourcev1.WatchResponse]) error {
-	in, err := chainError(routing.Invoke(outgoing(out.Context(), p.modes), p.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
-		return openWatch(ctx, c, req)
+	gv := gv(req.GetRef())
+	in, err := chainError(p.hub.Watch(outgoing(out.Context(), p.modes), gv, req, func(ctx context.Context, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
+		return routing.Invoke(ctx, p.rt, gv, func(ctx context.Context, c grpc.ClientConnInterface) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
+			return openWatch(ctx, c, req)
+		})
 	}))
 	if err != nil {
 		return err

@@ -136,11 +136,14 @@ func deleteOptions(r *http.Request) *resourcev1.DeleteOptions {
 type REST struct {
 	rt    *routing.Router
 	modes []string
+	hub   *WatchHub
 }
 
-// NewREST delegates through rt; modes are the gateway's authorization modes, which travel with
-// each caller.
-func NewREST(rt *routing.Router, modes []string) *REST { return &REST{rt: rt, modes: modes} }
+// NewREST delegates through rt, sharing backend watches in hub; modes are the gateway's
+// authorization modes, which travel with each caller.
+func NewREST(rt *routing.Router, modes []string, hub *WatchHub) *REST {
+	return &REST{rt: rt, modes: modes, hub: hub}
+}
 
 // ServeResource maps a kube resource request onto the ResourceService, with the caller the
 // filters identified.
@@ -240,26 +243,21 @@ func (p *REST) serveWatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 	timeout, _ := strconv.ParseInt(q.Get("timeoutSeconds"), 10, 64)
 	req := &resourcev1.WatchRequest{Ref: ref, Encoding: enc, Options: listOptions(r), TimeoutSeconds: timeout,
 		AllowWatchBookmarks: q.Get("allowWatchBookmarks") == "true", SendInitialEvents: q.Get("sendInitialEvents") == "true"}
-	type opened struct {
-		stream grpc.ServerStreamingClient[resourcev1.WatchResponse]
-		first  *resourcev1.WatchResponse
-	}
-	o, err := routing.Invoke(ctx, p.rt, gv, func(ctx context.Context, c grpc.ClientConnInterface) (opened, error) {
-		s, err := resourcev1.NewResourceServiceClient(c).Watch(ctx, req)
-		if err != nil {
-			return opened{}, err
-		}
-		first, err := s.Recv()
-		if err != nil {
-			return opened{}, err
-		}
-		return opened{stream: s, first: first}, nil
+	stream, err := p.hub.Watch(ctx, gv, req, func(ctx context.Context, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
+		return routing.Invoke(ctx, p.rt, gv, func(ctx context.Context, c grpc.ClientConnInterface) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
+			return openWatch(ctx, c, req)
+		})
 	})
 	if err != nil {
 		WriteError(w, err)
 		return
 	}
-	frame := watchFramer(o.first.GetObject().GetContentType())
+	first, err := stream.Recv()
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	frame := watchFramer(first.GetObject().GetContentType())
 	w.Header().Set("Content-Type", frame.contentType)
 	w.Header().Set("Transfer-Encoding", "chunked")
 	w.WriteHeader(http.StatusOK)
@@ -268,7 +266,7 @@ func (p *REST) serveWatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 		flusher.Flush()
 	}
 	apf.WatchInitialized(ctx) // established: priority and fairness frees its seat
-	for ev := o.first; ; {
+	for ev := first; ; {
 		if ev.GetType() != "" {
 			data, err := frame.encode(ev)
 			if err != nil {
@@ -281,7 +279,7 @@ func (p *REST) serveWatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 		if flusher != nil {
 			flusher.Flush()
 		}
-		if ev, err = o.stream.Recv(); err != nil {
+		if ev, err = stream.Recv(); err != nil {
 			return
 		}
 	}

@@ -350,7 +350,11 @@ type WatchResponse struct {
 	// type is ADDED, MODIFIED, DELETED, BOOKMARK or ERROR, as in kube's watch events.
 	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
 	// object is the encoded object (a Status for ERROR) in content_type.
-	Object        *Body `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
+	Object *Body `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
+	// revision is the event's resourceVersion (for a BOOKMARK, the version it marks); 0 for
+	// ERROR and the first message. A watch from version V carries only events after V, so the
+	// gateway can serve a later client of the same watch from its events.
+	Revision      int64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -397,6 +401,13 @@ func (x *WatchResponse) GetObject() *Body {
 		return x.Object
 	}
 	return nil
+}
+
+func (x *WatchResponse) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
 }
 
 // CreateRequest makes an object from body.
@@ -1046,10 +1057,11 @@ const file_apichain_resource_v1_resource_proto_rawDesc = "" +
 	"\aoptions\x18\x03 \x01(\v2!.apichain.resource.v1.ListOptionsR\aoptions\x122\n" +
 	"\x15allow_watch_bookmarks\x18\x04 \x01(\bR\x13allowWatchBookmarks\x12'\n" +
 	"\x0ftimeout_seconds\x18\x05 \x01(\x03R\x0etimeoutSeconds\x12.\n" +
-	"\x13send_initial_events\x18\x06 \x01(\bR\x11sendInitialEvents\"W\n" +
+	"\x13send_initial_events\x18\x06 \x01(\bR\x11sendInitialEvents\"s\n" +
 	"\rWatchResponse\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x122\n" +
-	"\x06object\x18\x02 \x01(\v2\x1a.apichain.resource.v1.BodyR\x06object\"\xee\x01\n" +
+	"\x06object\x18\x02 \x01(\v2\x1a.apichain.resource.v1.BodyR\x06object\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x03R\brevision\"\xee\x01\n" +
 	"\rCreateRequest\x123\n" +
 	"\x03ref\x18\x01 \x01(\v2!.apichain.resource.v1.ResourceRefR\x03ref\x12:\n" +
 	"\bencoding\x18\x02 \x01(\v2\x1e.apichain.resource.v1.EncodingR\bencoding\x12.\n" +

@@ -1,0 +1,459 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/lifecycle"
+	"github.com/apichain/apichain/services/gateway/routing"
+	"google.golang.org/grpc"
+)
+
+// fakeBackend serves watches from a log of events, as a backend does: a watch from version v
+// gets the logged events after v, then each event appended while it lasts.
+type fakeBackend struct {
+	mu     sync.Mutex
+	events []*resourcev1.WatchResponse
+	wake   chan struct{} // closed and replaced at each append
+	opens  []*resourcev1.WatchRequest
+	live   int // watches open
+	refuse error
+}
+
+func newFakeBackend() *fakeBackend { return &fakeBackend{wake: make(chan struct{})} }
+
+// add appends an event at revision rev (0: an ERROR).
+func (b *fakeBackend) add(typ string, rev int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.events = append(b.events, &resourcev1.WatchResponse{Type: typ, Revision: rev,
+		Object: &resourcev1.Body{ContentType: "application/json", Data: []byte(`{"rv":"` + strconv.FormatInt(rev, 10) + `"}`)}})
+	close(b.wake)
+	b.wake = make(chan struct{})
+}
+
+func (b *fakeBackend) openCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.opens)
+}
+
+func (b *fakeBackend) liveCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.live
+}
+
+func (b *fakeBackend) open(ctx context.Context, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.opens = append(b.opens, req)
+	if b.refuse != nil {
+		return nil, b.refuse
+	}
+	from, _ := strconv.ParseInt(req.GetOptions().GetResourceVersion(), 10, 64)
+	b.live++
+	return &fakeStream{b: b, ctx: ctx, from: from, first: &resourcev1.WatchResponse{Object: &resourcev1.Body{ContentType: "application/json"}}}, nil
+}
+
+type fakeStream struct {
+	grpc.ClientStream
+	b     *fakeBackend
+	ctx   context.Context
+	from  int64
+	next  int // index into b.events
+	first *resourcev1.WatchResponse
+	ended bool
+}
+
+func (s *fakeStream) Recv() (*resourcev1.WatchResponse, error) {
+	if f := s.first; f != nil {
+		s.first = nil
+		return f, nil
+	}
+	for {
+		s.b.mu.Lock()
+		for s.next < len(s.b.events) {
+			ev := s.b.events[s.next]
+			s.next++
+			if ev.GetRevision() == 0 || ev.GetRevision() > s.from {
+				s.b.mu.Unlock()
+				if ev.GetType() == "END" {
+					s.end()
+					return nil, io.EOF
+				}
+				return ev, nil
+			}
+		}
+		wake := s.b.wake
+		s.b.mu.Unlock()
+		select {
+		case <-wake:
+		case <-s.ctx.Done():
+			s.end()
+			return nil, s.ctx.Err()
+		}
+	}
+}
+
+func (s *fakeStream) end() {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	if !s.ended {
+		s.ended = true
+		s.b.live--
+	}
+}
+
+func newTestHub() *WatchHub {
+	return NewWatchHub(routing.NewRouter(lifecycle.NewRegistry(time.Minute), nil))
+}
+
+func watchReq(rv string) *resourcev1.WatchRequest {
+	return &resourcev1.WatchRequest{Ref: &resourcev1.ResourceRef{Version: "v1", Resource: "configmaps", Namespace: "ns"},
+		Encoding: &resourcev1.Encoding{Accept: "application/json"}, Options: &resourcev1.ListOptions{ResourceVersion: rv}}
+}
+
+// recvRevisions reads the established message, then n events, and returns their revisions.
+func recvRevisions(t *testing.T, s watchStream, n int) []int64 {
+	t.Helper()
+	first, err := s.Recv()
+	if err != nil || first.GetType() != "" || first.GetObject().GetContentType() != "application/json" {
+		t.Fatalf("first message = %v, %v; want the established message", first, err)
+	}
+	return recvMore(t, s, n)
+}
+
+func recvMore(t *testing.T, s watchStream, n int) []int64 {
+	t.Helper()
+	var revs []int64
+	for range n {
+		ev, err := s.Recv()
+		if err != nil {
+			t.Fatalf("after %v: %v", revs, err)
+		}
+		revs = append(revs, ev.GetRevision())
+	}
+	return revs
+}
+
+// addAndRead adds events from..to and reads them from s (after its established message), a
+// few at a time so that s never falls behind by a client's buffer.
+func addAndRead(t *testing.T, b *fakeBackend, s watchStream, from, to int64) {
+	t.Helper()
+	recvRevisions(t, s, 0)
+	for lo := from; lo <= to; lo += 50 {
+		hi := min(lo+49, to)
+		for rev := lo; rev <= hi; rev++ {
+			b.add("ADDED", rev)
+		}
+		if got := recvMore(t, s, int(hi-lo+1)); fmt.Sprint(got) != fmt.Sprint(span(lo, hi)) {
+			t.Fatalf("got %v, want %d..%d", got, lo, hi)
+		}
+	}
+}
+
+func span(from, to int64) []int64 {
+	var out []int64
+	for r := from; r <= to; r++ {
+		out = append(out, r)
+	}
+	return out
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestWatchHubSharesOneBackendWatch(t *testing.T) {
+	h, b := newTestHub(), newFakeBackend()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for rev := int64(1); rev <= 10; rev++ {
+		b.add("ADDED", rev)
+	}
+	// Ten clients from version 10 at once, then one from 12 after two more events: one watch.
+	var streams []watchStream
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for range 10 {
+		wg.Go(func() {
+			s, err := h.Watch(ctx, "v1", watchReq("10"), b.open)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			streams = append(streams, s)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	b.add("MODIFIED", 11)
+	b.add("MODIFIED", 12)
+	for _, s := range streams {
+		if got := recvRevisions(t, s, 2); fmt.Sprint(got) != fmt.Sprint(span(11, 12)) {
+			t.Fatalf("got %v, want 11 and 12", got)
+		}
+	}
+	late, err := h.Watch(ctx, "v1", watchReq("11"), b.open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.add("DELETED", 13)
+	if got := recvRevisions(t, late, 2); fmt.Sprint(got) != fmt.Sprint(span(12, 13)) {
+		t.Fatalf("a client from 11 got %v, want 12 and 13 (12 from the history)", got)
+	}
+	for _, s := range streams {
+		if got := recvMore(t, s, 1); got[0] != 13 {
+			t.Fatalf("got %v, want 13", got)
+		}
+	}
+	if n := b.openCount(); n != 1 {
+		t.Fatalf("the backend saw %d watches, want 1", n)
+	}
+	if up := b.opens[0]; up.GetOptions().GetResourceVersion() != "10" || up.GetTimeoutSeconds() != 0 {
+		t.Fatalf("backend watch %v, want from 10 without a timeout", up)
+	}
+}
+
+func TestWatchHubOwnWatchWhenNotShareable(t *testing.T) {
+	h, b := newTestHub(), newFakeBackend()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	table := watchReq("5")
+	table.Encoding.Accept = "application/json;as=Table;v=v1;g=meta.k8s.io"
+	initial := watchReq("5")
+	initial.SendInitialEvents = true
+	status := watchReq("5")
+	status.Ref.Subresource = "status"
+	for _, req := range []*resourcev1.WatchRequest{watchReq(""), watchReq("0"), watchReq("x"), table, initial, status, table, initial} {
+		if _, err := h.Watch(ctx, "v1", req, b.open); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := b.openCount(); n != 8 {
+		t.Fatalf("the backend saw %d watches, want one each (8)", n)
+	}
+}
+
+func TestWatchHubOlderClientGetsItsOwnWatch(t *testing.T) {
+	h, b := newTestHub(), newFakeBackend()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for rev := int64(1); rev <= 5; rev++ {
+		b.add("ADDED", rev)
+	}
+	if _, err := h.Watch(ctx, "v1", watchReq("4"), b.open); err != nil {
+		t.Fatal(err)
+	}
+	older, err := h.Watch(ctx, "v1", watchReq("2"), b.open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := recvRevisions(t, older, 3); fmt.Sprint(got) != fmt.Sprint(span(3, 5)) {
+		t.Fatalf("a client from 2 got %v, want 3 to 5", got)
+	}
+	if n := b.openCount(); n != 2 {
+		t.Fatalf("the backend saw %d watches, want 2", n)
+	}
+}
+
+func TestWatchHubHistoryIsBounded(t *testing.T) {
+	h, b := newTestHub(), newFakeBackend()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first, err := h.Watch(ctx, "v1", watchReq("1"), b.open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := int64(1 + hubHistory + 10)
+	addAndRead(t, b, first, 2, last)
+	// The history now starts after 11: a client from 5 cannot join, one from 20 can.
+	if _, err := h.Watch(ctx, "v1", watchReq("5"), b.open); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.openCount(); n != 2 {
+		t.Fatalf("the backend saw %d watches, want 2 (the client from 5 needs its own)", n)
+	}
+	joined, err := h.Watch(ctx, "v1", watchReq("20"), b.open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := recvRevisions(t, joined, int(last-20)); got[0] != 21 || got[len(got)-1] != last {
+		t.Fatalf("a client from 20 got %d..%d, want 21..%d", got[0], got[len(got)-1], last)
+	}
+	if n := b.openCount(); n != 2 {
+		t.Fatalf("the backend saw %d watches, want 2", n)
+	}
+}
+
+func TestWatchHubSlowClientEndsAlone(t *testing.T) {
+	h, b := newTestHub(), newFakeBackend()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	slow, err := h.Watch(ctx, "v1", watchReq("1"), b.open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := h.Watch(ctx, "v1", watchReq("1"), b.open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := int64(1 + hubClientBuffer + 50)
+	addAndRead(t, b, fast, 2, last)
+	// The slow client read nothing: it has its buffer's worth, then a clean end.
+	revs := recvRevisions(t, slow, hubClientBuffer)
+	if revs[0] != 2 || revs[len(revs)-1] != int64(1+hubClientBuffer) {
+		t.Fatalf("the slow client got %d..%d", revs[0], revs[len(revs)-1])
+	}
+	if _, err := slow.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("the slow client's end: %v, want io.EOF", err)
+	}
+	b.add("ADDED", last+1)
+	if revs := recvMore(t, fast, 1); revs[0] != last+1 {
+		t.Fatalf("the fast client got %v after the slow one ended", revs)
+	}
+}
+
+func TestWatchHubBackendWatchEndsWithItsLastClient(t *testing.T) {
+	h, b := newTestHub(), newFakeBackend()
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	if _, err := h.Watch(ctx1, "v1", watchReq("1"), b.open); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := h.Watch(ctx2, "v1", watchReq("1"), b.open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel1()
+	b.add("ADDED", 2)
+	if got := recvRevisions(t, s2, 1); got[0] != 2 {
+		t.Fatalf("the remaining client got %v", got)
+	}
+	if n := b.liveCount(); n != 1 {
+		t.Fatalf("%d backend watches open, want 1 while a client remains", n)
+	}
+	cancel2()
+	waitUntil(t, "the backend watch to end", func() bool { return b.liveCount() == 0 })
+	if _, err := s2.Recv(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Recv after the client went: %v, want context.Canceled", err)
+	}
+	// The next client starts a new backend watch.
+	ctx3, cancel3 := context.WithCancel(context.Background())
+	defer cancel3()
+	s3, err := h.Watch(ctx3, "v1", watchReq("2"), b.open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.add("ADDED", 3)
+	if got := recvRevisions(t, s3, 1); got[0] != 3 || b.openCount() != 2 {
+		t.Fatalf("got %v with %d backend watches, want 3 and 2", got, b.openCount())
+	}
+}
+
+func TestWatchHubBackendEndEndsClients(t *testing.T) {
+	h, b := newTestHub(), newFakeBackend()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var clients []watchStream
+	for range 3 {
+		s, err := h.Watch(ctx, "v1", watchReq("1"), b.open)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, s)
+	}
+	b.add("ERROR", 0)
+	b.add("END", 9)
+	for _, s := range clients {
+		ev, err := s.Recv()
+		if err == nil {
+			ev, err = s.Recv()
+		}
+		if err != nil || ev.GetType() != "ERROR" {
+			t.Fatalf("got %v, %v; want the ERROR event", ev, err)
+		}
+		if _, err := s.Recv(); !errors.Is(err, io.EOF) {
+			t.Fatalf("after the backend ended: %v, want io.EOF", err)
+		}
+	}
+	waitUntil(t, "the backend watch to end", func() bool { return b.liveCount() == 0 })
+}
+
+func TestWatchHubRefusedWatch(t *testing.T) {
+	h, b := newTestHub(), newFakeBackend()
+	b.refuse = errors.New("gone")
+	if _, err := h.Watch(context.Background(), "v1", watchReq("1"), b.open); err == nil || err.Error() != "gone" {
+		t.Fatalf("got %v, want the backend's error", err)
+	}
+	b.mu.Lock()
+	b.refuse = nil
+	b.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := h.Watch(ctx, "v1", watchReq("1"), b.open); err != nil {
+		t.Fatalf("after a refusal: %v", err)
+	}
+}
+
+func TestWatchHubClientTimeout(t *testing.T) {
+	h, b := newTestHub(), newFakeBackend()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	long, err := h.Watch(ctx, "v1", watchReq("1"), b.open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := watchReq("1")
+	req.TimeoutSeconds = 1
+	short, err := h.Watch(ctx, "v1", req, b.open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recvRevisions(t, short, 0)
+	if _, err := short.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after its timeout: %v, want io.EOF", err)
+	}
+	b.add("ADDED", 2)
+	if got := recvRevisions(t, long, 1); got[0] != 2 {
+		t.Fatalf("the other client got %v", got)
+	}
+}
+
+func TestWatchHubUntaggedBackend(t *testing.T) {
+	h, b := newTestHub(), newFakeBackend()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first, err := h.Watch(ctx, "v1", watchReq("1"), b.open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.add("ADDED", 0) // a backend that does not tag its events
+	recvRevisions(t, first, 1)
+	if _, err := h.Watch(ctx, "v1", watchReq("1"), b.open); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Watch(ctx, "v1", watchReq("3"), b.open); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.openCount(); n != 2 {
+		t.Fatalf("the backend saw %d watches, want 2: a client from the start joins, a later one cannot", n)
+	}
+}
