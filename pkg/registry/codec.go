@@ -104,7 +104,7 @@ func (s *Scheme) encode(obj runtime.Object, gv schema.GroupVersion, o output) ([
 	// A custom resource (and its list) is written as it is: it is already in its version, and
 	// the scheme knows no type for it.
 	if _, ok := obj.(runtime.Unstructured); ok {
-		return runtime.Encode(ser, obj)
+		return encodeAppending(ser, obj)
 	}
 	// Encode in the object's own group/version: the resource's, or meta.k8s.io/v1 for Tables
 	// and metadata, autoscaling/v1 for Scale.
@@ -117,7 +117,25 @@ func (s *Scheme) encode(obj runtime.Object, gv schema.GroupVersion, o output) ([
 			gv = kinds[0].GroupVersion()
 		}
 	}
-	return runtime.Encode(s.Codecs.EncoderForVersion(ser, gv), obj)
+	return encodeAppending(s.Codecs.EncoderForVersion(ser, gv), obj)
+}
+
+// encodeAppending is runtime.Encode into a slice that is appended to: a bytes.Buffer zeroes
+// the room it grows before copying into it, which for a list of thousands of objects was a
+// tenth of the CPU.
+func encodeAppending(e runtime.Encoder, obj runtime.Object) ([]byte, error) {
+	var out appendWriter
+	if err := e.Encode(obj, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+type appendWriter []byte
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	*w = append(*w, p...)
+	return len(p), nil
 }
 
 // noProtobuf reports whether obj's kind has no protobuf form: a custom resource's, or a Go
