@@ -130,13 +130,11 @@ func (h *WatchHub) Watch(ctx context.Context, gv string, req *resourcev1.WatchRe
 			sw = &sharedWatch{hub: h, key: key, start: from, ready: make(chan struct{}), clients: map[*hubClient]struct{}{}}
 			h.shared[key] = sw
 			h.mu.Unlock()
-			if err := h.start(sw, req, open); err != nil {
+			c, err := h.start(sw, req, open, client, timed)
+			if err != nil {
 				return nil, err
 			}
-			if c := sw.join(client, timed, from); c != nil {
-				return c, nil
-			}
-			continue
+			return c, nil
 		}
 		h.mu.Unlock()
 		if from < sw.start {
@@ -160,9 +158,12 @@ func (h *WatchHub) Watch(ctx context.Context, gv string, req *resourcev1.WatchRe
 	}
 }
 
-// start opens sw's backend watch from sw.start, for as long as it has clients.
+// start opens sw's backend watch from sw.start, for as long as it has clients, with the
+// client that asked for it as the first: joined before any event arrives, so it sees even a
+// watch that the backend ends at once (a 410 ERROR).
 func (h *WatchHub) start(sw *sharedWatch, req *resourcev1.WatchRequest,
-	open func(ctx context.Context, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error)) error {
+	open func(ctx context.Context, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error),
+	client, timed context.Context) (*hubClient, error) {
 	ctx, cancel := context.WithCancel(context.Background()) // as the gateway, not the first client
 	up := &resourcev1.WatchRequest{Ref: req.GetRef(), Encoding: req.GetEncoding(), Options: req.GetOptions(),
 		AllowWatchBookmarks: req.GetAllowWatchBookmarks()} // no timeout: each client has its own
@@ -179,12 +180,13 @@ func (h *WatchHub) start(sw *sharedWatch, req *resourcev1.WatchRequest,
 		h.mu.Unlock()
 		sw.failed = true
 		close(sw.ready)
-		return err
+		return nil, err
 	}
 	sw.cancel = cancel
+	c := sw.join(client, timed, sw.start) // sw cannot have ended: nothing has run yet
 	close(sw.ready)
 	go sw.run(in)
-	return nil
+	return c, nil
 }
 
 // sharedWatch is one backend watch and the clients it feeds.

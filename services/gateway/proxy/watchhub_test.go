@@ -112,6 +112,23 @@ func (s *fakeStream) end() {
 	}
 }
 
+func mustWatch(t *testing.T, h *WatchHub, ctx context.Context, req *resourcev1.WatchRequest, b *fakeBackend) watchStream {
+	t.Helper()
+	s, err := h.Watch(ctx, "v1", req, b.open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// wantOpens checks how many watches the backend saw; why says what is expected.
+func wantOpens(t *testing.T, b *fakeBackend, n int, why string) {
+	t.Helper()
+	if got := b.openCount(); got != n {
+		t.Fatalf("the backend saw %d watches, want %s", got, why)
+	}
+}
+
 func newTestHub() *WatchHub {
 	return NewWatchHub(routing.NewRouter(lifecycle.NewRegistry(time.Minute), nil))
 }
@@ -210,10 +227,7 @@ func TestWatchHubSharesOneBackendWatch(t *testing.T) {
 			t.Fatalf("got %v, want 11 and 12", got)
 		}
 	}
-	late, err := h.Watch(ctx, "v1", watchReq("11"), b.open)
-	if err != nil {
-		t.Fatal(err)
-	}
+	late := mustWatch(t, h, ctx, watchReq("11"), b)
 	b.add("DELETED", 13)
 	if got := recvRevisions(t, late, 2); fmt.Sprint(got) != fmt.Sprint(span(12, 13)) {
 		t.Fatalf("a client from 11 got %v, want 12 and 13 (12 from the history)", got)
@@ -223,9 +237,7 @@ func TestWatchHubSharesOneBackendWatch(t *testing.T) {
 			t.Fatalf("got %v, want 13", got)
 		}
 	}
-	if n := b.openCount(); n != 1 {
-		t.Fatalf("the backend saw %d watches, want 1", n)
-	}
+	wantOpens(t, b, 1, "1")
 	if up := b.opens[0]; up.GetOptions().GetResourceVersion() != "10" || up.GetTimeoutSeconds() != 0 {
 		t.Fatalf("backend watch %v, want from 10 without a timeout", up)
 	}
@@ -242,13 +254,9 @@ func TestWatchHubOwnWatchWhenNotShareable(t *testing.T) {
 	status := watchReq("5")
 	status.Ref.Subresource = "status"
 	for _, req := range []*resourcev1.WatchRequest{watchReq(""), watchReq("0"), watchReq("x"), table, initial, status, table, initial} {
-		if _, err := h.Watch(ctx, "v1", req, b.open); err != nil {
-			t.Fatal(err)
-		}
+		mustWatch(t, h, ctx, req, b)
 	}
-	if n := b.openCount(); n != 8 {
-		t.Fatalf("the backend saw %d watches, want one each (8)", n)
-	}
+	wantOpens(t, b, 8, "one each (8)")
 }
 
 func TestWatchHubOlderClientGetsItsOwnWatch(t *testing.T) {
@@ -258,62 +266,37 @@ func TestWatchHubOlderClientGetsItsOwnWatch(t *testing.T) {
 	for rev := int64(1); rev <= 5; rev++ {
 		b.add("ADDED", rev)
 	}
-	if _, err := h.Watch(ctx, "v1", watchReq("4"), b.open); err != nil {
-		t.Fatal(err)
-	}
-	older, err := h.Watch(ctx, "v1", watchReq("2"), b.open)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mustWatch(t, h, ctx, watchReq("4"), b)
+	older := mustWatch(t, h, ctx, watchReq("2"), b)
 	if got := recvRevisions(t, older, 3); fmt.Sprint(got) != fmt.Sprint(span(3, 5)) {
 		t.Fatalf("a client from 2 got %v, want 3 to 5", got)
 	}
-	if n := b.openCount(); n != 2 {
-		t.Fatalf("the backend saw %d watches, want 2", n)
-	}
+	wantOpens(t, b, 2, "2")
 }
 
 func TestWatchHubHistoryIsBounded(t *testing.T) {
 	h, b := newTestHub(), newFakeBackend()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	first, err := h.Watch(ctx, "v1", watchReq("1"), b.open)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := mustWatch(t, h, ctx, watchReq("1"), b)
 	last := int64(1 + hubHistory + 10)
 	addAndRead(t, b, first, 2, last)
 	// The history now starts after 11: a client from 5 cannot join, one from 20 can.
-	if _, err := h.Watch(ctx, "v1", watchReq("5"), b.open); err != nil {
-		t.Fatal(err)
-	}
-	if n := b.openCount(); n != 2 {
-		t.Fatalf("the backend saw %d watches, want 2 (the client from 5 needs its own)", n)
-	}
-	joined, err := h.Watch(ctx, "v1", watchReq("20"), b.open)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mustWatch(t, h, ctx, watchReq("5"), b)
+	wantOpens(t, b, 2, "2 (the client from 5 needs its own)")
+	joined := mustWatch(t, h, ctx, watchReq("20"), b)
 	if got := recvRevisions(t, joined, int(last-20)); got[0] != 21 || got[len(got)-1] != last {
 		t.Fatalf("a client from 20 got %d..%d, want 21..%d", got[0], got[len(got)-1], last)
 	}
-	if n := b.openCount(); n != 2 {
-		t.Fatalf("the backend saw %d watches, want 2", n)
-	}
+	wantOpens(t, b, 2, "2")
 }
 
 func TestWatchHubSlowClientEndsAlone(t *testing.T) {
 	h, b := newTestHub(), newFakeBackend()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	slow, err := h.Watch(ctx, "v1", watchReq("1"), b.open)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fast, err := h.Watch(ctx, "v1", watchReq("1"), b.open)
-	if err != nil {
-		t.Fatal(err)
-	}
+	slow := mustWatch(t, h, ctx, watchReq("1"), b)
+	fast := mustWatch(t, h, ctx, watchReq("1"), b)
 	last := int64(1 + hubClientBuffer + 50)
 	addAndRead(t, b, fast, 2, last)
 	// The slow client read nothing: it has its buffer's worth, then a clean end.
@@ -335,13 +318,8 @@ func TestWatchHubBackendWatchEndsWithItsLastClient(t *testing.T) {
 	ctx1, cancel1 := context.WithCancel(context.Background())
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
-	if _, err := h.Watch(ctx1, "v1", watchReq("1"), b.open); err != nil {
-		t.Fatal(err)
-	}
-	s2, err := h.Watch(ctx2, "v1", watchReq("1"), b.open)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mustWatch(t, h, ctx1, watchReq("1"), b)
+	s2 := mustWatch(t, h, ctx2, watchReq("1"), b)
 	cancel1()
 	b.add("ADDED", 2)
 	if got := recvRevisions(t, s2, 1); got[0] != 2 {
@@ -358,10 +336,7 @@ func TestWatchHubBackendWatchEndsWithItsLastClient(t *testing.T) {
 	// The next client starts a new backend watch.
 	ctx3, cancel3 := context.WithCancel(context.Background())
 	defer cancel3()
-	s3, err := h.Watch(ctx3, "v1", watchReq("2"), b.open)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s3 := mustWatch(t, h, ctx3, watchReq("2"), b)
 	b.add("ADDED", 3)
 	if got := recvRevisions(t, s3, 1); got[0] != 3 || b.openCount() != 2 {
 		t.Fatalf("got %v with %d backend watches, want 3 and 2", got, b.openCount())
@@ -374,11 +349,7 @@ func TestWatchHubBackendEndEndsClients(t *testing.T) {
 	defer cancel()
 	var clients []watchStream
 	for range 3 {
-		s, err := h.Watch(ctx, "v1", watchReq("1"), b.open)
-		if err != nil {
-			t.Fatal(err)
-		}
-		clients = append(clients, s)
+		clients = append(clients, mustWatch(t, h, ctx, watchReq("1"), b))
 	}
 	b.add("ERROR", 0)
 	b.add("END", 9)
@@ -408,25 +379,17 @@ func TestWatchHubRefusedWatch(t *testing.T) {
 	b.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := h.Watch(ctx, "v1", watchReq("1"), b.open); err != nil {
-		t.Fatalf("after a refusal: %v", err)
-	}
+	mustWatch(t, h, ctx, watchReq("1"), b) // after a refusal, the next client opens again
 }
 
 func TestWatchHubClientTimeout(t *testing.T) {
 	h, b := newTestHub(), newFakeBackend()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	long, err := h.Watch(ctx, "v1", watchReq("1"), b.open)
-	if err != nil {
-		t.Fatal(err)
-	}
+	long := mustWatch(t, h, ctx, watchReq("1"), b)
 	req := watchReq("1")
 	req.TimeoutSeconds = 1
-	short, err := h.Watch(ctx, "v1", req, b.open)
-	if err != nil {
-		t.Fatal(err)
-	}
+	short := mustWatch(t, h, ctx, req, b)
 	recvRevisions(t, short, 0)
 	if _, err := short.Recv(); !errors.Is(err, io.EOF) {
 		t.Fatalf("after its timeout: %v, want io.EOF", err)
@@ -441,19 +404,34 @@ func TestWatchHubUntaggedBackend(t *testing.T) {
 	h, b := newTestHub(), newFakeBackend()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	first, err := h.Watch(ctx, "v1", watchReq("1"), b.open)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := mustWatch(t, h, ctx, watchReq("1"), b)
 	b.add("ADDED", 0) // a backend that does not tag its events
 	recvRevisions(t, first, 1)
-	if _, err := h.Watch(ctx, "v1", watchReq("1"), b.open); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.Watch(ctx, "v1", watchReq("3"), b.open); err != nil {
-		t.Fatal(err)
-	}
-	if n := b.openCount(); n != 2 {
-		t.Fatalf("the backend saw %d watches, want 2: a client from the start joins, a later one cannot", n)
+	mustWatch(t, h, ctx, watchReq("1"), b)
+	mustWatch(t, h, ctx, watchReq("3"), b)
+	wantOpens(t, b, 2, "2: a client from the start joins, a later one cannot")
+}
+
+// A watch the backend ends at once (a version etcd compacted: an ERROR with a 410, then the
+// end) reaches its client, which opened it, rather than being opened again and again.
+func TestWatchHubImmediateEnd(t *testing.T) {
+	h, b := newTestHub(), newFakeBackend()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.add("ERROR", 0)
+	b.add("END", 9)
+	for i := range 20 {
+		s := mustWatch(t, h, ctx, watchReq("1"), b)
+		if _, err := s.Recv(); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := s.Recv()
+		if err != nil || ev.GetType() != "ERROR" {
+			t.Fatalf("got %v, %v; want the ERROR event", ev, err)
+		}
+		if _, err := s.Recv(); !errors.Is(err, io.EOF) {
+			t.Fatalf("after the ERROR: %v, want io.EOF", err)
+		}
+		wantOpens(t, b, i+1, "one per client")
 	}
 }
