@@ -106,12 +106,7 @@ func (p *GRPC) DeleteCollection(ctx context.Context, req *resourcev1.DeleteColle
 }
 
 func (p *GRPC) Watch(req *resourcev1.WatchRequest, out grpc.ServerStreamingServer[resourcev1.WatchResponse]) error {
-	gv := gv(req.GetRef())
-	in, err := chainError(p.hub.Watch(outgoing(out.Context(), p.modes), gv, req, func(ctx context.Context, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
-		return routing.Invoke(ctx, p.rt, gv, func(ctx context.Context, c grpc.ClientConnInterface) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
-			return openWatch(ctx, c, req)
-		})
-	}))
+	in, err := chainError(p.hub.Watch(outgoing(out.Context(), p.modes), gv(req.GetRef()), req))
 	if err != nil {
 		return err
 	}

@@ -37,9 +37,14 @@ func (r *Reader) List(ctx context.Context, req *resourcev1.ListRequest) (*resour
 
 // Watch opens a watch through the chain; it ends with ctx.
 func (r *Reader) Watch(ctx context.Context, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
-	return chainError(routing.Invoke(ctx, r.rt, gv(req.GetRef()), func(ctx context.Context, c grpc.ClientConnInterface) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
+	return chainError(watchThrough(ctx, r.rt, gv(req.GetRef()), req))
+}
+
+// watchThrough opens a watch on the first delegate that serves gv.
+func watchThrough(ctx context.Context, rt *routing.Router, gv string, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
+	return routing.Invoke(ctx, rt, gv, func(ctx context.Context, c grpc.ClientConnInterface) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
 		return openWatch(ctx, c, req)
-	}))
+	})
 }
 
 // openWatch starts a watch and reads its first message, which says whether the backend serves

@@ -243,11 +243,7 @@ func (p *REST) serveWatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 	timeout, _ := strconv.ParseInt(q.Get("timeoutSeconds"), 10, 64)
 	req := &resourcev1.WatchRequest{Ref: ref, Encoding: enc, Options: listOptions(r), TimeoutSeconds: timeout,
 		AllowWatchBookmarks: q.Get("allowWatchBookmarks") == "true", SendInitialEvents: q.Get("sendInitialEvents") == "true"}
-	stream, err := p.hub.Watch(ctx, gv, req, func(ctx context.Context, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
-		return routing.Invoke(ctx, p.rt, gv, func(ctx context.Context, c grpc.ClientConnInterface) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
-			return openWatch(ctx, c, req)
-		})
-	})
+	stream, err := p.hub.Watch(ctx, gv, req)
 	if err != nil {
 		WriteError(w, err)
 		return

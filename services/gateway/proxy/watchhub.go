@@ -12,7 +12,6 @@ import (
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/services/gateway/routing"
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc"
 )
 
 // Sizes of a shared watch's buffers.
@@ -37,6 +36,8 @@ const (
 // exactly the events after its version: the backend tags each with its revision.
 type WatchHub struct {
 	rt *routing.Router
+	// open opens a backend watch and reads its first message.
+	open func(ctx context.Context, gv string, req *resourcev1.WatchRequest) (watchStream, error)
 
 	mu     sync.Mutex
 	shared map[hubKey]*sharedWatch
@@ -44,7 +45,10 @@ type WatchHub struct {
 
 // NewWatchHub shares watches routed by rt. A backend watch lasts as long as it has clients.
 func NewWatchHub(rt *routing.Router) *WatchHub {
-	return &WatchHub{rt: rt, shared: map[hubKey]*sharedWatch{}}
+	open := func(ctx context.Context, gv string, req *resourcev1.WatchRequest) (watchStream, error) {
+		return watchThrough(ctx, rt, gv, req)
+	}
+	return &WatchHub{rt: rt, open: open, shared: map[hubKey]*sharedWatch{}}
 }
 
 // Register registers apichain_gateway_shared_watches (backend watches the hub holds) and
@@ -76,15 +80,15 @@ func (h *WatchHub) Register(reg prometheus.Registerer) {
 
 // hubKey is what makes two watches the same, apart from their version.
 type hubKey struct {
-	gv, group, version, resource, namespace, name string
-	accept                                        string
-	pretty, bookmarks                             bool
-	labels, fields                                string
+	group, version, resource, namespace, name string
+	accept                                    string
+	pretty, bookmarks                         bool
+	labels, fields                            string
 }
 
 // share reports whether req can be shared, with its key and the version it starts after.
 func (h *WatchHub) share(gv string, req *resourcev1.WatchRequest) (hubKey, int64, bool) {
-	if h == nil || req.GetSendInitialEvents() || req.GetRef().GetSubresource() != "" ||
+	if req.GetSendInitialEvents() || req.GetRef().GetSubresource() != "" ||
 		req.GetOptions().GetResourceVersionMatch() != "" {
 		return hubKey{}, 0, false
 	}
@@ -96,7 +100,7 @@ func (h *WatchHub) share(gv string, req *resourcev1.WatchRequest) (hubKey, int64
 		return hubKey{}, 0, false
 	}
 	ref, o := req.GetRef(), req.GetOptions()
-	return hubKey{gv: gv, group: ref.GetGroup(), version: ref.GetVersion(), resource: ref.GetResource(),
+	return hubKey{group: ref.GetGroup(), version: ref.GetVersion(), resource: ref.GetResource(),
 		namespace: ref.GetNamespace(), name: ref.GetName(), accept: req.GetEncoding().GetAccept(),
 		pretty: req.GetEncoding().GetPretty(), bookmarks: req.GetAllowWatchBookmarks(),
 		labels: o.GetLabelSelector(), fields: o.GetFieldSelector()}, rv, true
@@ -107,14 +111,12 @@ type watchStream interface {
 	Recv() (*resourcev1.WatchResponse, error)
 }
 
-// Watch opens req through the chain for a client whose request ends with ctx: a share of a
-// backend watch when it can be shared, else a watch of its own. open opens a backend watch
-// (and reads its first message).
-func (h *WatchHub) Watch(ctx context.Context, gv string, req *resourcev1.WatchRequest,
-	open func(ctx context.Context, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error)) (watchStream, error) {
+// Watch opens req on group/version gv through the chain for a client whose request ends with
+// ctx: a share of a backend watch when it can be shared, else a watch of its own.
+func (h *WatchHub) Watch(ctx context.Context, gv string, req *resourcev1.WatchRequest) (watchStream, error) {
 	key, from, ok := h.share(gv, req)
 	if !ok {
-		return open(ctx, req)
+		return h.open(ctx, gv, req)
 	}
 	client, timed := ctx, ctx
 	if t := req.GetTimeoutSeconds(); t > 0 {
@@ -130,7 +132,7 @@ func (h *WatchHub) Watch(ctx context.Context, gv string, req *resourcev1.WatchRe
 			sw = &sharedWatch{hub: h, key: key, start: from, ready: make(chan struct{}), clients: map[*hubClient]struct{}{}}
 			h.shared[key] = sw
 			h.mu.Unlock()
-			c, err := h.start(sw, req, open, client, timed)
+			c, err := h.start(sw, gv, req, client, timed)
 			if err != nil {
 				return nil, err
 			}
@@ -138,7 +140,7 @@ func (h *WatchHub) Watch(ctx context.Context, gv string, req *resourcev1.WatchRe
 		}
 		h.mu.Unlock()
 		if from < sw.start {
-			return open(client, req) // older than the shared watch: a watch of its own
+			return h.open(client, gv, req) // older than the shared watch: a watch of its own
 		}
 		select {
 		case <-sw.ready:
@@ -146,13 +148,13 @@ func (h *WatchHub) Watch(ctx context.Context, gv string, req *resourcev1.WatchRe
 			return nil, client.Err()
 		}
 		if sw.failed {
-			return open(client, req) // the first client got the backend's answer; this one asks again
+			return h.open(client, gv, req) // the first client got the backend's answer; this one asks again
 		}
 		if c := sw.join(client, timed, from); c != nil {
 			return c, nil
 		}
 		if !sw.ended() {
-			return open(client, req) // its history no longer reaches back to from
+			return h.open(client, gv, req) // its history no longer reaches back to from
 		}
 		// It ended as this client came: the next attempt starts another.
 	}
@@ -161,13 +163,11 @@ func (h *WatchHub) Watch(ctx context.Context, gv string, req *resourcev1.WatchRe
 // start opens sw's backend watch from sw.start, for as long as it has clients, with the
 // client that asked for it as the first: joined before any event arrives, so it sees even a
 // watch that the backend ends at once (a 410 ERROR).
-func (h *WatchHub) start(sw *sharedWatch, req *resourcev1.WatchRequest,
-	open func(ctx context.Context, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error),
-	client, timed context.Context) (*hubClient, error) {
+func (h *WatchHub) start(sw *sharedWatch, gv string, req *resourcev1.WatchRequest, client, timed context.Context) (*hubClient, error) {
 	ctx, cancel := context.WithCancel(context.Background()) // as the gateway, not the first client
 	up := &resourcev1.WatchRequest{Ref: req.GetRef(), Encoding: req.GetEncoding(), Options: req.GetOptions(),
 		AllowWatchBookmarks: req.GetAllowWatchBookmarks()} // no timeout: each client has its own
-	in, err := open(ctx, up)
+	in, err := h.open(ctx, gv, up)
 	if err == nil {
 		sw.first, err = in.Recv()
 	}

@@ -13,7 +13,6 @@ import (
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/services/gateway/routing"
-	"google.golang.org/grpc"
 )
 
 // fakeBackend serves watches from a log of events, as a backend does: a watch from version v
@@ -51,7 +50,7 @@ func (b *fakeBackend) liveCount() int {
 	return b.live
 }
 
-func (b *fakeBackend) open(ctx context.Context, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
+func (b *fakeBackend) open(ctx context.Context, _ string, req *resourcev1.WatchRequest) (watchStream, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.opens = append(b.opens, req)
@@ -64,7 +63,6 @@ func (b *fakeBackend) open(ctx context.Context, req *resourcev1.WatchRequest) (g
 }
 
 type fakeStream struct {
-	grpc.ClientStream
 	b     *fakeBackend
 	ctx   context.Context
 	from  int64
@@ -112,9 +110,9 @@ func (s *fakeStream) end() {
 	}
 }
 
-func mustWatch(t *testing.T, h *WatchHub, ctx context.Context, req *resourcev1.WatchRequest, b *fakeBackend) watchStream {
+func mustWatch(t *testing.T, h *WatchHub, ctx context.Context, req *resourcev1.WatchRequest) watchStream {
 	t.Helper()
-	s, err := h.Watch(ctx, "v1", req, b.open)
+	s, err := h.Watch(ctx, "v1", req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,8 +127,12 @@ func wantOpens(t *testing.T, b *fakeBackend, n int, why string) {
 	}
 }
 
-func newTestHub() *WatchHub {
-	return NewWatchHub(routing.NewRouter(lifecycle.NewRegistry(time.Minute), nil))
+// newTestHub is a hub whose backend is a fakeBackend, routed by a router with no instances
+// (so nothing is proxied).
+func newTestHub() (*WatchHub, *fakeBackend) {
+	h, b := NewWatchHub(routing.NewRouter(lifecycle.NewRegistry(time.Minute), nil)), newFakeBackend()
+	h.open = b.open
+	return h, b
 }
 
 func watchReq(rv string) *resourcev1.WatchRequest {
@@ -197,7 +199,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 }
 
 func TestWatchHubSharesOneBackendWatch(t *testing.T) {
-	h, b := newTestHub(), newFakeBackend()
+	h, b := newTestHub()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for rev := int64(1); rev <= 10; rev++ {
@@ -209,7 +211,7 @@ func TestWatchHubSharesOneBackendWatch(t *testing.T) {
 	var mu sync.Mutex
 	for range 10 {
 		wg.Go(func() {
-			s, err := h.Watch(ctx, "v1", watchReq("10"), b.open)
+			s, err := h.Watch(ctx, "v1", watchReq("10"))
 			if err != nil {
 				t.Error(err)
 				return
@@ -227,7 +229,7 @@ func TestWatchHubSharesOneBackendWatch(t *testing.T) {
 			t.Fatalf("got %v, want 11 and 12", got)
 		}
 	}
-	late := mustWatch(t, h, ctx, watchReq("11"), b)
+	late := mustWatch(t, h, ctx, watchReq("11"))
 	b.add("DELETED", 13)
 	if got := recvRevisions(t, late, 2); fmt.Sprint(got) != fmt.Sprint(span(12, 13)) {
 		t.Fatalf("a client from 11 got %v, want 12 and 13 (12 from the history)", got)
@@ -244,7 +246,7 @@ func TestWatchHubSharesOneBackendWatch(t *testing.T) {
 }
 
 func TestWatchHubOwnWatchWhenNotShareable(t *testing.T) {
-	h, b := newTestHub(), newFakeBackend()
+	h, b := newTestHub()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	table := watchReq("5")
@@ -254,20 +256,20 @@ func TestWatchHubOwnWatchWhenNotShareable(t *testing.T) {
 	status := watchReq("5")
 	status.Ref.Subresource = "status"
 	for _, req := range []*resourcev1.WatchRequest{watchReq(""), watchReq("0"), watchReq("x"), table, initial, status, table, initial} {
-		mustWatch(t, h, ctx, req, b)
+		mustWatch(t, h, ctx, req)
 	}
 	wantOpens(t, b, 8, "one each (8)")
 }
 
 func TestWatchHubOlderClientGetsItsOwnWatch(t *testing.T) {
-	h, b := newTestHub(), newFakeBackend()
+	h, b := newTestHub()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for rev := int64(1); rev <= 5; rev++ {
 		b.add("ADDED", rev)
 	}
-	mustWatch(t, h, ctx, watchReq("4"), b)
-	older := mustWatch(t, h, ctx, watchReq("2"), b)
+	mustWatch(t, h, ctx, watchReq("4"))
+	older := mustWatch(t, h, ctx, watchReq("2"))
 	if got := recvRevisions(t, older, 3); fmt.Sprint(got) != fmt.Sprint(span(3, 5)) {
 		t.Fatalf("a client from 2 got %v, want 3 to 5", got)
 	}
@@ -275,16 +277,16 @@ func TestWatchHubOlderClientGetsItsOwnWatch(t *testing.T) {
 }
 
 func TestWatchHubHistoryIsBounded(t *testing.T) {
-	h, b := newTestHub(), newFakeBackend()
+	h, b := newTestHub()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	first := mustWatch(t, h, ctx, watchReq("1"), b)
+	first := mustWatch(t, h, ctx, watchReq("1"))
 	last := int64(1 + hubHistory + 10)
 	addAndRead(t, b, first, 2, last)
 	// The history now starts after 11: a client from 5 cannot join, one from 20 can.
-	mustWatch(t, h, ctx, watchReq("5"), b)
+	mustWatch(t, h, ctx, watchReq("5"))
 	wantOpens(t, b, 2, "2 (the client from 5 needs its own)")
-	joined := mustWatch(t, h, ctx, watchReq("20"), b)
+	joined := mustWatch(t, h, ctx, watchReq("20"))
 	if got := recvRevisions(t, joined, int(last-20)); got[0] != 21 || got[len(got)-1] != last {
 		t.Fatalf("a client from 20 got %d..%d, want 21..%d", got[0], got[len(got)-1], last)
 	}
@@ -292,11 +294,11 @@ func TestWatchHubHistoryIsBounded(t *testing.T) {
 }
 
 func TestWatchHubSlowClientEndsAlone(t *testing.T) {
-	h, b := newTestHub(), newFakeBackend()
+	h, b := newTestHub()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	slow := mustWatch(t, h, ctx, watchReq("1"), b)
-	fast := mustWatch(t, h, ctx, watchReq("1"), b)
+	slow := mustWatch(t, h, ctx, watchReq("1"))
+	fast := mustWatch(t, h, ctx, watchReq("1"))
 	last := int64(1 + hubClientBuffer + 50)
 	addAndRead(t, b, fast, 2, last)
 	// The slow client read nothing: it has its buffer's worth, then a clean end.
@@ -314,12 +316,12 @@ func TestWatchHubSlowClientEndsAlone(t *testing.T) {
 }
 
 func TestWatchHubBackendWatchEndsWithItsLastClient(t *testing.T) {
-	h, b := newTestHub(), newFakeBackend()
+	h, b := newTestHub()
 	ctx1, cancel1 := context.WithCancel(context.Background())
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
-	mustWatch(t, h, ctx1, watchReq("1"), b)
-	s2 := mustWatch(t, h, ctx2, watchReq("1"), b)
+	mustWatch(t, h, ctx1, watchReq("1"))
+	s2 := mustWatch(t, h, ctx2, watchReq("1"))
 	cancel1()
 	b.add("ADDED", 2)
 	if got := recvRevisions(t, s2, 1); got[0] != 2 {
@@ -336,7 +338,7 @@ func TestWatchHubBackendWatchEndsWithItsLastClient(t *testing.T) {
 	// The next client starts a new backend watch.
 	ctx3, cancel3 := context.WithCancel(context.Background())
 	defer cancel3()
-	s3 := mustWatch(t, h, ctx3, watchReq("2"), b)
+	s3 := mustWatch(t, h, ctx3, watchReq("2"))
 	b.add("ADDED", 3)
 	if got := recvRevisions(t, s3, 1); got[0] != 3 || b.openCount() != 2 {
 		t.Fatalf("got %v with %d backend watches, want 3 and 2", got, b.openCount())
@@ -344,12 +346,12 @@ func TestWatchHubBackendWatchEndsWithItsLastClient(t *testing.T) {
 }
 
 func TestWatchHubBackendEndEndsClients(t *testing.T) {
-	h, b := newTestHub(), newFakeBackend()
+	h, b := newTestHub()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var clients []watchStream
 	for range 3 {
-		clients = append(clients, mustWatch(t, h, ctx, watchReq("1"), b))
+		clients = append(clients, mustWatch(t, h, ctx, watchReq("1")))
 	}
 	b.add("ERROR", 0)
 	b.add("END", 9)
@@ -369,9 +371,9 @@ func TestWatchHubBackendEndEndsClients(t *testing.T) {
 }
 
 func TestWatchHubRefusedWatch(t *testing.T) {
-	h, b := newTestHub(), newFakeBackend()
+	h, b := newTestHub()
 	b.refuse = errors.New("gone")
-	if _, err := h.Watch(context.Background(), "v1", watchReq("1"), b.open); err == nil || err.Error() != "gone" {
+	if _, err := h.Watch(context.Background(), "v1", watchReq("1")); err == nil || err.Error() != "gone" {
 		t.Fatalf("got %v, want the backend's error", err)
 	}
 	b.mu.Lock()
@@ -379,17 +381,17 @@ func TestWatchHubRefusedWatch(t *testing.T) {
 	b.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	mustWatch(t, h, ctx, watchReq("1"), b) // after a refusal, the next client opens again
+	mustWatch(t, h, ctx, watchReq("1")) // after a refusal, the next client opens again
 }
 
 func TestWatchHubClientTimeout(t *testing.T) {
-	h, b := newTestHub(), newFakeBackend()
+	h, b := newTestHub()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	long := mustWatch(t, h, ctx, watchReq("1"), b)
+	long := mustWatch(t, h, ctx, watchReq("1"))
 	req := watchReq("1")
 	req.TimeoutSeconds = 1
-	short := mustWatch(t, h, ctx, req, b)
+	short := mustWatch(t, h, ctx, req)
 	recvRevisions(t, short, 0)
 	if _, err := short.Recv(); !errors.Is(err, io.EOF) {
 		t.Fatalf("after its timeout: %v, want io.EOF", err)
@@ -401,27 +403,27 @@ func TestWatchHubClientTimeout(t *testing.T) {
 }
 
 func TestWatchHubUntaggedBackend(t *testing.T) {
-	h, b := newTestHub(), newFakeBackend()
+	h, b := newTestHub()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	first := mustWatch(t, h, ctx, watchReq("1"), b)
+	first := mustWatch(t, h, ctx, watchReq("1"))
 	b.add("ADDED", 0) // a backend that does not tag its events
 	recvRevisions(t, first, 1)
-	mustWatch(t, h, ctx, watchReq("1"), b)
-	mustWatch(t, h, ctx, watchReq("3"), b)
+	mustWatch(t, h, ctx, watchReq("1"))
+	mustWatch(t, h, ctx, watchReq("3"))
 	wantOpens(t, b, 2, "2: a client from the start joins, a later one cannot")
 }
 
 // A watch the backend ends at once (a version etcd compacted: an ERROR with a 410, then the
 // end) reaches its client, which opened it, rather than being opened again and again.
 func TestWatchHubImmediateEnd(t *testing.T) {
-	h, b := newTestHub(), newFakeBackend()
+	h, b := newTestHub()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	b.add("ERROR", 0)
 	b.add("END", 9)
 	for i := range 20 {
-		s := mustWatch(t, h, ctx, watchReq("1"), b)
+		s := mustWatch(t, h, ctx, watchReq("1"))
 		if _, err := s.Recv(); err != nil {
 			t.Fatal(err)
 		}
