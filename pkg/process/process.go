@@ -148,6 +148,8 @@ func (p *Process) Run(ctx context.Context, targets ...string) error {
 	}
 	failed := make(chan string, len(order))
 	initFailed := make(chan error, len(order))
+	// Until every module has started, and each server holds it itself until it is ready.
+	releaseGC := server.HoldStartupGC()
 	var inits sync.WaitGroup
 	for _, name := range order {
 		r := mods[name]
@@ -169,6 +171,7 @@ func (p *Process) Run(ctx context.Context, targets ...string) error {
 		}()
 	}
 	inits.Wait()
+	releaseGC()
 	close(initFailed)
 
 	var errs []error

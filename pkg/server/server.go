@@ -89,8 +89,12 @@ func New(name string, opts Options, log *slog.Logger) *Server {
 	}
 	s := &Server{name: name, opts: opts, log: log, hooks: newHookRegistry(), startedAt: processStart}
 	s.ready.kick = make(chan struct{}, 1)
+	releaseGC := HoldStartupGC()
 	s.state = newStateMachine(processStart, func(st State) {
 		s.log.Info("server state", "state", st.String(), "sinceStart", time.Since(s.startedAt).String())
+		if st >= StateRunning { // ready, or stopping without having been
+			releaseGC()
+		}
 		s.changed()
 	})
 	s.signals = newLifecycleSignals(func(sig string, at time.Time) {
