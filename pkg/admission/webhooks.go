@@ -48,7 +48,7 @@ type Webhooks struct {
 	mutating, validating atomic.Pointer[[]webhook.WebhookAccessor]
 	namespaces           NamespaceGetter
 	clients              *webhookutil.ClientManager
-	conditions           celplugin.ConditionCompiler
+	conditions           func() celplugin.ConditionCompiler // built at the first match condition: its CEL environments cost every start milliseconds
 	log                  *slog.Logger
 	breakers             breakers
 }
@@ -71,7 +71,9 @@ func NewWebhooks(namespaces NamespaceGetter, log *slog.Logger) (*Webhooks, error
 		return nil, err
 	}
 	w := &Webhooks{namespaces: namespaces, clients: &cm, log: log,
-		conditions: celplugin.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))}
+		conditions: sync.OnceValue(func() celplugin.ConditionCompiler {
+			return celplugin.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+		})}
 	w.breakers.init()
 	w.mutating.Store(&[]webhook.WebhookAccessor{})
 	w.validating.Store(&[]webhook.WebhookAccessor{})
@@ -135,7 +137,7 @@ func (w *Webhooks) shouldCall(ctx context.Context, h webhook.WebhookAccessor, a 
 		return nil, objErr
 	}
 	if len(h.GetMatchConditions()) > 0 {
-		res := h.GetCompiledMatcher(w.conditions).Match(ctx, a, nil, nil)
+		res := h.GetCompiledMatcher(w.conditions()).Match(ctx, a, nil, nil)
 		if res.Error != nil {
 			return nil, apierrors.NewForbidden(a.GetResource().GroupResource(), a.GetName(), res.Error)
 		}
