@@ -41,7 +41,8 @@ func (p prettyWriter) Flush() {
 func (p prettyWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
 
 // IsPretty reports whether w answers a request that gets indented JSON: the writers of the
-// filters in between unwrap to it, or (buffering ones) say what they write to.
+// filters in between unwrap to it, or (the timeout's, which nothing may write around) say
+// what they write to.
 func IsPretty(w http.ResponseWriter) bool {
 	for {
 		switch v := w.(type) {

@@ -11,13 +11,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// WithTimeout answers 504 when a non-long-running request outlives its deadline; the
-// handler's late writes are discarded. A panic in the handler is re-raised on the request's
-// goroutine so panic recovery still sees it.
+// WithTimeout ends a non-long-running request that outlives its deadline, as kube's timeout
+// filter does: a handler that has not started its answer gets a 504 Status instead; one that
+// has is cut off (the connection closed, or the HTTP/2 stream reset), since a status can no
+// longer be sent. The handler's answer is written through as it comes, not held: a list's
+// megabytes are not copied once more. Its late writes fail. A panic in the handler is
+// re-raised on the request's goroutine so panic recovery still sees it.
 func WithTimeout(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A gRPC call is left to the gRPC server, which ends it at its deadline with
-		// DEADLINE_EXCEEDED (a buffered answer would also lose its trailers).
+		// DEADLINE_EXCEEDED.
 		if _, ok := r.Context().Deadline(); !ok || IsLongRunning(r) || IsGRPC(r) {
 			next.ServeHTTP(w, r)
 			return
@@ -43,11 +46,14 @@ func WithTimeout(next http.Handler) http.Handler {
 		case p := <-panicked:
 			panic(p)
 		case <-done:
-			tw.flush()
+			tw.WriteHeader(http.StatusOK) // the handler's headers, if it wrote nothing
 		case <-r.Context().Done():
-			tw.markTimedOut()
+			begun := tw.timeOut()
 			if !errors.Is(r.Context().Err(), context.DeadlineExceeded) {
 				return // the client went away; nobody reads an answer
+			}
+			if begun {
+				panic(http.ErrAbortHandler) // net/http closes the connection or resets the stream, quietly
 			}
 			WriteError(w, http.StatusGatewayTimeout, metav1.StatusReasonTimeout,
 				"Timeout: request did not complete within requested timeout - "+r.Context().Err().Error())
@@ -64,28 +70,37 @@ type handlerPanic struct {
 
 func (p handlerPanic) String() string { return fmt.Sprintf("%v\n%s", p.value, p.stack) }
 
-// timeoutWriter buffers the response until the handler finishes, so a timeout can still
-// replace it with a 504.
+// timeoutWriter writes the handler's answer through until the request times out, and nothing
+// after. The handler's headers are its own until its answer starts, so a timeout's 504 does
+// not carry them.
 type timeoutWriter struct {
-	mu       sync.Mutex
-	w        http.ResponseWriter
-	h        http.Header
-	buf      []byte // appended to, not a bytes.Buffer: its growth zeroes what it then copies (a list's megabytes)
-	code     int
-	timedOut bool
+	mu          sync.Mutex
+	w           http.ResponseWriter
+	h           http.Header
+	wroteHeader bool
+	timedOut    bool
 }
 
 func (t *timeoutWriter) Header() http.Header { return t.h }
 
-// writesTo is where the buffered response goes (not an Unwrap: nothing may bypass the buffer).
+// writesTo is where the answer goes (not an Unwrap: nothing may write around the timeout).
 func (t *timeoutWriter) writesTo() http.ResponseWriter { return t.w }
 
 func (t *timeoutWriter) WriteHeader(code int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.code == 0 && !t.timedOut {
-		t.code = code
+	if !t.timedOut && !t.wroteHeader {
+		t.writeHeaderLocked(code)
 	}
+}
+
+func (t *timeoutWriter) writeHeaderLocked(code int) {
+	dst := t.w.Header()
+	for k, v := range t.h {
+		dst[k] = v
+	}
+	t.wroteHeader = true
+	t.w.WriteHeader(code)
 }
 
 func (t *timeoutWriter) Write(p []byte) (int, error) {
@@ -94,30 +109,16 @@ func (t *timeoutWriter) Write(p []byte) (int, error) {
 	if t.timedOut {
 		return 0, http.ErrHandlerTimeout
 	}
-	if t.code == 0 {
-		t.code = http.StatusOK
+	if !t.wroteHeader {
+		t.writeHeaderLocked(http.StatusOK)
 	}
-	t.buf = append(t.buf, p...)
-	return len(p), nil
+	return t.w.Write(p)
 }
 
-// markTimedOut makes the handler's further writes fail.
-func (t *timeoutWriter) markTimedOut() {
-	t.mu.Lock()
-	t.timedOut = true
-	t.mu.Unlock()
-}
-
-func (t *timeoutWriter) flush() {
+// timeOut makes the handler's further writes fail, and says whether its answer had begun.
+func (t *timeoutWriter) timeOut() (begun bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	dst := t.w.Header()
-	for k, v := range t.h {
-		dst[k] = v
-	}
-	if t.code == 0 {
-		t.code = http.StatusOK
-	}
-	t.w.WriteHeader(t.code)
-	_, _ = t.w.Write(t.buf)
+	t.timedOut = true
+	return t.wroteHeader
 }

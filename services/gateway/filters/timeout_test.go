@@ -139,33 +139,102 @@ func TestWithTimeoutHandlerFinishesInTime(t *testing.T) {
 
 func TestWithTimeoutAnswers504(t *testing.T) {
 	ctx := newExpiringCtx()
-	wrote := make(chan struct{})
+	ready := make(chan struct{})
 	release := make(chan struct{})
-	late := make(chan error, 2)
+	late := make(chan error, 1)
 	h := WithTimeout(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Leak", "yes")
-		w.WriteHeader(http.StatusCreated)
-		_, _ = io.WriteString(w, "partial")
-		close(wrote)
+		w.Header().Set("X-Leak", "yes") // set, but the answer has not started
+		close(ready)
 		<-release
 		w.WriteHeader(http.StatusTeapot)
 		_, err := io.WriteString(w, "late")
 		late <- err
 	}))
 	go func() {
-		<-wrote
+		<-ready
 		ctx.expire()
 	}()
 	rec := serveCtx(h, ctx, "GET", "/api/v1/namespaces/ns/pods/p")
 
 	requireRecStatus(t, rec, timeoutStatus)
 	assert.Empty(t, rec.Header().Get("X-Leak"), "the abandoned handler's headers are dropped")
-	assert.NotContains(t, rec.Body.String(), "partial")
 
 	close(release)
 	assert.ErrorIs(t, recv(t, late, "the late write"), http.ErrHandlerTimeout)
 	assert.Equal(t, http.StatusGatewayTimeout, rec.Code)
 	assert.NotContains(t, rec.Body.String(), "late")
+}
+
+// An answer that had started when the deadline passed cannot become a 504: as kube does, the
+// request is aborted (net/http closes the connection or resets the HTTP/2 stream), so the
+// client sees a cut answer, never a whole-looking one.
+func TestWithTimeoutAbortsAStartedAnswer(t *testing.T) {
+	ctx := newExpiringCtx()
+	wrote := make(chan struct{})
+	release := make(chan struct{})
+	late := make(chan error, 1)
+	h := WithTimeout(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"kind":"List","items":[`)
+		close(wrote)
+		<-release
+		_, err := io.WriteString(w, `]}`)
+		late <- err
+	}))
+	go func() {
+		<-wrote
+		ctx.expire()
+	}()
+	rec := httptest.NewRecorder()
+	func() {
+		defer func() { assert.Equal(t, http.ErrAbortHandler, recover()) }()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/pods", nil).WithContext(ctx))
+		t.Error("no abort")
+	}()
+	assert.Equal(t, http.StatusOK, rec.Code)
+	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+	assert.Equal(t, `{"kind":"List","items":[`, rec.Body.String(), "written through as it came")
+
+	close(release)
+	assert.ErrorIs(t, recv(t, late, "the late write"), http.ErrHandlerTimeout)
+	assert.Equal(t, `{"kind":"List","items":[`, rec.Body.String())
+}
+
+// Through the whole chain on a real server: the client of an aborted answer gets an error,
+// not a truncated body that looks complete.
+func TestWithTimeoutAbortReachesTheClient(t *testing.T) {
+	wrote := make(chan struct{})
+	h := WithPanicRecovery(WithTimeout(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "partial")
+		w.(interface{ writesTo() http.ResponseWriter }).writesTo().(http.Flusher).Flush()
+		close(wrote)
+		<-r.Context().Done()
+	})), discardLog)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Hour)
+		defer cancel()
+		go func() {
+			<-wrote
+			cancel()
+		}()
+		h.ServeHTTP(w, r.WithContext(&deadlineExceeded{ctx}))
+	}))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL + "/api/v1/pods")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	_, err = io.ReadAll(resp.Body)
+	assert.Error(t, err, "the body was cut off")
+}
+
+// deadlineExceeded reports a cancelled context as one whose deadline passed.
+type deadlineExceeded struct{ context.Context }
+
+func (c *deadlineExceeded) Err() error {
+	if c.Context.Err() != nil {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 func TestWithTimeoutClientGone(t *testing.T) {
