@@ -74,10 +74,13 @@ func (e *encodings) get(o output, encode func() ([]byte, error)) ([]byte, error)
 	return data, nil
 }
 
-// cacheEntry is one object in the cache's tree, by key.
+// cacheEntry is one object in the cache's tree, by key, with its encodings: a list's items
+// are each encoded once for all the lists they are in, until the object changes. (Not its
+// event's: those, for watchers, go with the event history.)
 type cacheEntry struct {
 	key string
 	obj runtime.Object
+	enc *encodings
 }
 
 func entryLess(a, b cacheEntry) bool { return a.key < b.key }
@@ -165,7 +168,7 @@ func (c *watchCache) sync(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		objects.ReplaceOrInsert(cacheEntry{key: kv.Key, obj: obj})
+		objects.ReplaceOrInsert(cacheEntry{key: kv.Key, obj: obj, enc: &encodings{}})
 	}
 	c.mu.Lock()
 	c.objects, c.rev, c.ready, c.events = objects, page.Revision, true, nil
@@ -224,7 +227,7 @@ func (c *watchCache) apply(ev storage.Event) error {
 		if prev, ok := c.objects.Delete(cacheEntry{key: ev.Key}); ok {
 			ce.prev = prev.obj
 		}
-	} else if prev, ok := c.objects.ReplaceOrInsert(cacheEntry{key: ev.Key, obj: obj}); ok {
+	} else if prev, ok := c.objects.ReplaceOrInsert(cacheEntry{key: ev.Key, obj: obj, enc: &encodings{}}); ok {
 		ce.prev = prev.obj
 	}
 	c.events = append(c.events, ce)

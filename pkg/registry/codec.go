@@ -27,6 +27,7 @@ const (
 	asObject outputKind = iota
 	asTable
 	asPartialMetadata
+	asListItem // not asked for: a cached encoding of an object as a list's item
 )
 
 // output is the negotiated response encoding.
