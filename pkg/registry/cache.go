@@ -50,27 +50,31 @@ type cacheEvent struct {
 
 // encodings are an object encoded once per output and shared by the watchers it goes to, as
 // kube's watch cache shares a cachingObject's serializations: a thousand watchers cost one
-// encoding, not a thousand.
+// encoding, not a thousand. A cached object's are shared by the lists it is an item of.
 type encodings struct {
 	mu sync.Mutex
-	m  map[output][]byte
+	m  []encoding // a few at most: a slice, not a map, since every cached object has one
+}
+
+type encoding struct {
+	o    output
+	data []byte
 }
 
 // get is the object's encoding for o, made by encode the first time.
 func (e *encodings) get(o output, encode func() ([]byte, error)) ([]byte, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if data, ok := e.m[o]; ok {
-		return data, nil
+	for _, enc := range e.m {
+		if enc.o == o {
+			return enc.data, nil
+		}
 	}
 	data, err := encode()
 	if err != nil {
 		return nil, err
 	}
-	if e.m == nil {
-		e.m = map[output][]byte{}
-	}
-	e.m[o] = data
+	e.m = append(e.m, encoding{o, data})
 	return data, nil
 }
 

@@ -258,7 +258,8 @@ func (h *Handler) List(ctx context.Context, req *resourcev1.ListRequest) (*resou
 // (meta.SetList), so encoding it, which sets kinds, leaves the cache's objects alone, and
 // their maps and slices are only read: the cache's items go in as they are, sparing a deep
 // copy of every object. An unstructured item shares its map with the cache, so custom
-// resources get copies. With splice, the JSON of the cache's items is spliced into the list's.
+// resources get copies. With splice, the JSON or protobuf of the cache's items is spliced
+// into the list's.
 func (h *Handler) encodeList(r *Resource, res *listResult, enc *resourcev1.Encoding, splice bool) (*resourcev1.Body, error) {
 	items := res.items
 	switch {
