@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 )
 
 // write is one change made by the test: the object's name and its resourceVersion after the
@@ -169,6 +170,38 @@ func TestSharedWatchesDeliverExactlyTheEventsAfterTheirVersion(t *testing.T) {
 		}
 		require.Equal(t, want, got, "watcher %d from %d (selector %v)", i, wt.from, wt.selector)
 	}
+
+	// A deprecated kind's warning comes with its watches, shared or not, as with its other
+	// requests (kubectl get endpoints -w prints it).
+	eps, err := cs.CoreV1().Endpoints("share").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, rv := range []string{"", eps.ResourceVersion, eps.ResourceVersion} {
+		rec := &recordedWarnings{}
+		cfg := *c.config
+		cfg.WarningHandler = rec
+		w, err := kubernetes.NewForConfigOrDie(&cfg).CoreV1().Endpoints("share").Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		require.NoError(t, err)
+		w.Stop()
+		assert.Equal(t, []string{"v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"}, rec.get(), "watch from %q", rv)
+	}
+}
+
+// recordedWarnings keeps the warnings a client-go client received.
+type recordedWarnings struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (r *recordedWarnings) HandleWarningHeader(_ int, _ string, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, text)
+}
+
+func (r *recordedWarnings) get() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.list
 }
 
 func rvOf(t *testing.T, rv string) int64 {

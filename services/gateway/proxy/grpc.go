@@ -111,6 +111,7 @@ func (p *GRPC) Watch(req *resourcev1.WatchRequest, out grpc.ServerStreamingServe
 		return err
 	}
 	apf.WatchInitialized(out.Context()) // the watch is open: its priority-and-fairness seat is free
+	(&warnings{list: in.Warnings()}).forwardGRPC(out.Context())
 	for {
 		ev, err := in.Recv()
 		switch {
@@ -129,8 +130,11 @@ func (p *GRPC) Watch(req *resourcev1.WatchRequest, out grpc.ServerStreamingServe
 
 type prefetched struct {
 	grpc.ServerStreamingClient[resourcev1.WatchResponse]
-	first *resourcev1.WatchResponse
+	first    *resourcev1.WatchResponse
+	warnings []string
 }
+
+func (p *prefetched) Warnings() []string { return p.warnings }
 
 func (p *prefetched) Recv() (*resourcev1.WatchResponse, error) {
 	if f := p.first; f != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/services/gateway/routing"
 	"google.golang.org/grpc"
 )
@@ -37,19 +38,23 @@ func (r *Reader) List(ctx context.Context, req *resourcev1.ListRequest) (*resour
 
 // Watch opens a watch through the chain; it ends with ctx.
 func (r *Reader) Watch(ctx context.Context, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
-	return chainError(watchThrough(ctx, r.rt, gv(req.GetRef()), req))
+	s, err := watchThrough(ctx, r.rt, gv(req.GetRef()), req)
+	if err != nil {
+		return chainError[grpc.ServerStreamingClient[resourcev1.WatchResponse]](nil, err)
+	}
+	return s, nil
 }
 
 // watchThrough opens a watch on the first delegate that serves gv.
-func watchThrough(ctx context.Context, rt *routing.Router, gv string, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
-	return routing.Invoke(ctx, rt, gv, func(ctx context.Context, c grpc.ClientConnInterface) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
+func watchThrough(ctx context.Context, rt *routing.Router, gv string, req *resourcev1.WatchRequest) (*prefetched, error) {
+	return routing.Invoke(ctx, rt, gv, func(ctx context.Context, c grpc.ClientConnInterface) (*prefetched, error) {
 		return openWatch(ctx, c, req)
 	})
 }
 
 // openWatch starts a watch and reads its first message, which says whether the backend serves
 // it (or carries its error); the stream returned yields that message first.
-func openWatch(ctx context.Context, c grpc.ClientConnInterface, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
+func openWatch(ctx context.Context, c grpc.ClientConnInterface, req *resourcev1.WatchRequest) (*prefetched, error) {
 	s, err := client(c).Watch(ctx, req)
 	if err != nil {
 		return nil, err
@@ -58,7 +63,8 @@ func openWatch(ctx context.Context, c grpc.ClientConnInterface, req *resourcev1.
 	if err != nil {
 		return nil, err
 	}
-	return &prefetched{ServerStreamingClient: s, first: first}, nil
+	md, _ := s.Header() // there with the first message
+	return &prefetched{ServerStreamingClient: s, first: first, warnings: md.Get(rpcstatus.WarningMetadataKey)}, nil
 }
 
 // Create creates an object through the chain, as the gateway itself (what it publishes, such

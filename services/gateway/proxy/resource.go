@@ -254,6 +254,7 @@ func (p *REST) serveWatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 		return
 	}
 	frame := watchFramer(first.GetObject().GetContentType())
+	(&warnings{list: stream.Warnings()}).writeHTTP(w.Header())
 	w.Header().Set("Content-Type", frame.contentType)
 	w.Header().Set("Transfer-Encoding", "chunked")
 	w.WriteHeader(http.StatusOK)

@@ -46,7 +46,11 @@ type WatchHub struct {
 // NewWatchHub shares watches routed by rt. A backend watch lasts as long as it has clients.
 func NewWatchHub(rt *routing.Router) *WatchHub {
 	open := func(ctx context.Context, gv string, req *resourcev1.WatchRequest) (watchStream, error) {
-		return watchThrough(ctx, rt, gv, req)
+		s, err := watchThrough(ctx, rt, gv, req)
+		if err != nil {
+			return nil, err // not a nil *prefetched in the interface
+		}
+		return s, nil
 	}
 	return &WatchHub{rt: rt, open: open, shared: map[hubKey]*sharedWatch{}}
 }
@@ -109,6 +113,9 @@ func (h *WatchHub) share(gv string, req *resourcev1.WatchRequest) (hubKey, int64
 // watchStream is a watch's events: the first message (empty type) says it is established.
 type watchStream interface {
 	Recv() (*resourcev1.WatchResponse, error)
+	// Warnings are the backend's warnings about the watch (a deprecated kind's), sent as it
+	// opened.
+	Warnings() []string
 }
 
 // Watch opens req on group/version gv through the chain for a client whose request ends with
@@ -182,7 +189,7 @@ func (h *WatchHub) start(sw *sharedWatch, gv string, req *resourcev1.WatchReques
 		close(sw.ready)
 		return nil, err
 	}
-	sw.cancel = cancel
+	sw.cancel, sw.warnings = cancel, in.Warnings()
 	c := sw.join(client, timed, sw.start) // sw cannot have ended: nothing has run yet
 	close(sw.ready)
 	go sw.run(in)
@@ -195,10 +202,11 @@ type sharedWatch struct {
 	key   hubKey
 	start int64 // the version the backend watch started after
 
-	ready  chan struct{} // closed once the backend answered
-	failed bool          // the backend refused it: set before ready is closed
-	first  *resourcev1.WatchResponse
-	cancel context.CancelFunc
+	ready    chan struct{} // closed once the backend answered
+	failed   bool          // the backend refused it: set before ready is closed
+	first    *resourcev1.WatchResponse
+	warnings []string
+	cancel   context.CancelFunc
 
 	mu      sync.Mutex
 	history []*resourcev1.WatchResponse
@@ -330,6 +338,8 @@ func (c *hubClient) wants(ev *resourcev1.WatchResponse) bool {
 // Recv is the next event: first the established message, then the events after the client's
 // version. io.EOF ends the watch cleanly (the backend ended it, or the client fell behind): the
 // client watches again.
+func (c *hubClient) Warnings() []string { return c.sw.warnings }
+
 func (c *hubClient) Recv() (*resourcev1.WatchResponse, error) {
 	if f := c.first; f != nil {
 		c.first = nil

@@ -18,12 +18,13 @@ import (
 // fakeBackend serves watches from a log of events, as a backend does: a watch from version v
 // gets the logged events after v, then each event appended while it lasts.
 type fakeBackend struct {
-	mu     sync.Mutex
-	events []*resourcev1.WatchResponse
-	wake   chan struct{} // closed and replaced at each append
-	opens  []*resourcev1.WatchRequest
-	live   int // watches open
-	refuse error
+	mu       sync.Mutex
+	events   []*resourcev1.WatchResponse
+	wake     chan struct{} // closed and replaced at each append
+	opens    []*resourcev1.WatchRequest
+	live     int // watches open
+	refuse   error
+	warnings []string // sent with every watch it opens
 }
 
 func newFakeBackend() *fakeBackend { return &fakeBackend{wake: make(chan struct{})} }
@@ -59,17 +60,21 @@ func (b *fakeBackend) open(ctx context.Context, _ string, req *resourcev1.WatchR
 	}
 	from, _ := strconv.ParseInt(req.GetOptions().GetResourceVersion(), 10, 64)
 	b.live++
-	return &fakeStream{b: b, ctx: ctx, from: from, first: &resourcev1.WatchResponse{Object: &resourcev1.Body{ContentType: "application/json"}}}, nil
+	return &fakeStream{b: b, ctx: ctx, from: from, first: &resourcev1.WatchResponse{Object: &resourcev1.Body{ContentType: "application/json"}},
+		warnings: b.warnings}, nil
 }
 
 type fakeStream struct {
-	b     *fakeBackend
-	ctx   context.Context
-	from  int64
-	next  int // index into b.events
-	first *resourcev1.WatchResponse
-	ended bool
+	b        *fakeBackend
+	warnings []string
+	ctx      context.Context
+	from     int64
+	next     int // index into b.events
+	first    *resourcev1.WatchResponse
+	ended    bool
 }
+
+func (s *fakeStream) Warnings() []string { return s.warnings }
 
 func (s *fakeStream) Recv() (*resourcev1.WatchResponse, error) {
 	if f := s.first; f != nil {
@@ -435,5 +440,21 @@ func TestWatchHubImmediateEnd(t *testing.T) {
 			t.Fatalf("after the ERROR: %v, want io.EOF", err)
 		}
 		wantOpens(t, b, i+1, "one per client")
+	}
+}
+
+// A deprecated kind's warning, sent by the backend as its watch opened, reaches every client
+// of a shared watch, as it does one with a watch of its own.
+func TestWatchHubWarnings(t *testing.T) {
+	h, b := newTestHub()
+	b.warnings = []string{"v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first, second, own := mustWatch(t, h, ctx, watchReq("5")), mustWatch(t, h, ctx, watchReq("5")), mustWatch(t, h, ctx, watchReq(""))
+	wantOpens(t, b, 2, "two share a watch, one has its own")
+	for _, s := range []watchStream{first, second, own} {
+		if got := s.Warnings(); len(got) != 1 || got[0] != b.warnings[0] {
+			t.Errorf("warnings %q, want %q", got, b.warnings)
+		}
 	}
 }
