@@ -21,6 +21,17 @@ func fakeGC(percent int) (*gcHold, func() int) {
 	}
 }
 
+// useFakeGC makes the package's holds use a fake collector at percent, with GOGC set to gogc
+// in the environment, for the test.
+func useFakeGC(t *testing.T, percent int, gogc string) func() int {
+	g, get := fakeGC(percent)
+	saved := startupGC
+	startupGC = g
+	t.Cleanup(func() { startupGC = saved })
+	t.Setenv("GOGC", gogc)
+	return get
+}
+
 func TestStartupGCHoldsNest(t *testing.T) {
 	g, percent := fakeGC(75)
 	a := g.hold()
@@ -38,11 +49,7 @@ func TestStartupGCHoldsNest(t *testing.T) {
 }
 
 func TestStartupGCLeavesGOGCAlone(t *testing.T) {
-	g, percent := fakeGC(50)
-	saved := startupGC
-	startupGC = g
-	t.Cleanup(func() { startupGC = saved })
-	t.Setenv("GOGC", "50")
+	percent := useFakeGC(t, 50, "50")
 	HoldStartupGC()()
 	release := HoldStartupGC()
 	assert.Equal(t, 50, percent(), "an operator's GOGC wins")
@@ -50,11 +57,7 @@ func TestStartupGCLeavesGOGCAlone(t *testing.T) {
 }
 
 func TestServerHoldsStartupGCUntilReady(t *testing.T) {
-	g, percent := fakeGC(100)
-	saved := startupGC
-	startupGC = g
-	t.Cleanup(func() { startupGC = saved })
-	t.Setenv("GOGC", "")
+	percent := useFakeGC(t, 100, "")
 
 	s, _ := newTestServer(t, DefaultOptions())
 	assert.Equal(t, startupGCPercent, percent(), "from New")
