@@ -91,6 +91,11 @@ func (h *Handler) respond(r *Resource, obj runtime.Object, enc *resourcev1.Encod
 	if err != nil {
 		return nil, err
 	}
+	return h.respondAs(r, obj, out)
+}
+
+// respondAs encodes obj in out.
+func (h *Handler) respondAs(r *Resource, obj runtime.Object, out output) (*resourcev1.Body, error) {
 	converted, err := h.convert(r, obj, out)
 	if err != nil {
 		return nil, err

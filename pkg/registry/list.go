@@ -242,12 +242,7 @@ func (h *Handler) List(ctx context.Context, req *resourcev1.ListRequest) (*resou
 	if err != nil {
 		return nil, toGRPC(err)
 	}
-	out, err := negotiate(req.GetEncoding().GetAccept(), req.GetEncoding().GetPretty(), noProtobuf(r.New()))
-	if err != nil {
-		return nil, toGRPC(err)
-	}
-	splice := res.shared && !r.isUnstructured() && (out == output{mediaType: MediaJSON} || out == output{mediaType: MediaProtobuf})
-	body, err := h.encodeList(r, res, req.GetEncoding(), splice)
+	body, err := h.encodeList(r, res, req.GetEncoding(), true)
 	if err != nil {
 		return nil, toGRPC(err)
 	}
@@ -258,9 +253,15 @@ func (h *Handler) List(ctx context.Context, req *resourcev1.ListRequest) (*resou
 // (meta.SetList), so encoding it, which sets kinds, leaves the cache's objects alone, and
 // their maps and slices are only read: the cache's items go in as they are, sparing a deep
 // copy of every object. An unstructured item shares its map with the cache, so custom
-// resources get copies. With splice, the JSON or protobuf of the cache's items is spliced
-// into the list's.
-func (h *Handler) encodeList(r *Resource, res *listResult, enc *resourcev1.Encoding, splice bool) (*resourcev1.Body, error) {
+// resources get copies. With maySplice, the plain JSON or protobuf of the cache's typed items
+// is spliced into the list's.
+func (h *Handler) encodeList(r *Resource, res *listResult, enc *resourcev1.Encoding, maySplice bool) (*resourcev1.Body, error) {
+	out, err := negotiate(enc.GetAccept(), enc.GetPretty(), noProtobuf(r.New()))
+	if err != nil {
+		return nil, err
+	}
+	splice := maySplice && res.shared && !r.isUnstructured() &&
+		(out == output{mediaType: MediaJSON} || out == output{mediaType: MediaProtobuf})
 	items := res.items
 	switch {
 	case splice:
@@ -282,11 +283,11 @@ func (h *Handler) encodeList(r *Resource, res *listResult, enc *resourcev1.Encod
 	lacc.SetContinue(res.cont)
 	lacc.SetRemainingItemCount(res.remaining)
 	list.GetObjectKind().SetGroupVersionKind(r.GroupVersion.WithKind(r.Kind + "List"))
-	body, err := h.respond(r, list, enc)
+	body, err := h.respondAs(r, list, out)
 	if err != nil || !splice {
 		return body, err
 	}
-	if body.GetContentType() == MediaProtobuf {
+	if out.mediaType == MediaProtobuf {
 		body.Data, err = spliceItemsProtobuf(body.Data, res)
 	} else {
 		body.Data, err = spliceItems(body.Data, res)

@@ -13,6 +13,7 @@ import (
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/services/gateway/routing"
+	"github.com/stretchr/testify/require"
 )
 
 // fakeBackend serves watches from a log of events, as a backend does: a watch from version v
@@ -192,21 +193,9 @@ func span(from, to int64) []int64 {
 	return out
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestWatchHubSharesOneBackendWatch(t *testing.T) {
 	h, b := newTestHub()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context() // cancelled as the test ends
 	for rev := int64(1); rev <= 10; rev++ {
 		b.add("ADDED", rev)
 	}
@@ -252,8 +241,7 @@ func TestWatchHubSharesOneBackendWatch(t *testing.T) {
 
 func TestWatchHubOwnWatchWhenNotShareable(t *testing.T) {
 	h, b := newTestHub()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	table := watchReq("5")
 	table.Encoding.Accept = "application/json;as=Table;v=v1;g=meta.k8s.io"
 	initial := watchReq("5")
@@ -268,8 +256,7 @@ func TestWatchHubOwnWatchWhenNotShareable(t *testing.T) {
 
 func TestWatchHubOlderClientGetsItsOwnWatch(t *testing.T) {
 	h, b := newTestHub()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	for rev := int64(1); rev <= 5; rev++ {
 		b.add("ADDED", rev)
 	}
@@ -283,8 +270,7 @@ func TestWatchHubOlderClientGetsItsOwnWatch(t *testing.T) {
 
 func TestWatchHubHistoryIsBounded(t *testing.T) {
 	h, b := newTestHub()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	first := mustWatch(t, h, ctx, watchReq("1"))
 	last := int64(1 + hubHistory + 10)
 	addAndRead(t, b, first, 2, last)
@@ -300,8 +286,7 @@ func TestWatchHubHistoryIsBounded(t *testing.T) {
 
 func TestWatchHubSlowClientEndsAlone(t *testing.T) {
 	h, b := newTestHub()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	slow := mustWatch(t, h, ctx, watchReq("1"))
 	fast := mustWatch(t, h, ctx, watchReq("1"))
 	last := int64(1 + hubClientBuffer + 50)
@@ -336,7 +321,7 @@ func TestWatchHubBackendWatchEndsWithItsLastClient(t *testing.T) {
 		t.Fatalf("%d backend watches open, want 1 while a client remains", n)
 	}
 	cancel2()
-	waitUntil(t, "the backend watch to end", func() bool { return b.liveCount() == 0 })
+	require.Eventually(t, func() bool { return b.liveCount() == 0 }, 10*time.Second, time.Millisecond, "the backend watch ends")
 	if _, err := s2.Recv(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Recv after the client went: %v, want context.Canceled", err)
 	}
@@ -352,8 +337,7 @@ func TestWatchHubBackendWatchEndsWithItsLastClient(t *testing.T) {
 
 func TestWatchHubBackendEndEndsClients(t *testing.T) {
 	h, b := newTestHub()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	var clients []watchStream
 	for range 3 {
 		clients = append(clients, mustWatch(t, h, ctx, watchReq("1")))
@@ -372,7 +356,7 @@ func TestWatchHubBackendEndEndsClients(t *testing.T) {
 			t.Fatalf("after the backend ended: %v, want io.EOF", err)
 		}
 	}
-	waitUntil(t, "the backend watch to end", func() bool { return b.liveCount() == 0 })
+	require.Eventually(t, func() bool { return b.liveCount() == 0 }, 10*time.Second, time.Millisecond, "the backend watch ends")
 }
 
 func TestWatchHubRefusedWatch(t *testing.T) {
@@ -384,15 +368,13 @@ func TestWatchHubRefusedWatch(t *testing.T) {
 	b.mu.Lock()
 	b.refuse = nil
 	b.mu.Unlock()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	mustWatch(t, h, ctx, watchReq("1")) // after a refusal, the next client opens again
 }
 
 func TestWatchHubClientTimeout(t *testing.T) {
 	h, b := newTestHub()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	long := mustWatch(t, h, ctx, watchReq("1"))
 	req := watchReq("1")
 	req.TimeoutSeconds = 1
@@ -409,8 +391,7 @@ func TestWatchHubClientTimeout(t *testing.T) {
 
 func TestWatchHubUntaggedBackend(t *testing.T) {
 	h, b := newTestHub()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	first := mustWatch(t, h, ctx, watchReq("1"))
 	b.add("ADDED", 0) // a backend that does not tag its events
 	recvRevisions(t, first, 1)
@@ -423,8 +404,7 @@ func TestWatchHubUntaggedBackend(t *testing.T) {
 // end) reaches its client, which opened it, rather than being opened again and again.
 func TestWatchHubImmediateEnd(t *testing.T) {
 	h, b := newTestHub()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	b.add("ERROR", 0)
 	b.add("END", 9)
 	for i := range 20 {
@@ -448,8 +428,7 @@ func TestWatchHubImmediateEnd(t *testing.T) {
 func TestWatchHubWarnings(t *testing.T) {
 	h, b := newTestHub()
 	b.warnings = []string{"v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	first, second, own := mustWatch(t, h, ctx, watchReq("5")), mustWatch(t, h, ctx, watchReq("5")), mustWatch(t, h, ctx, watchReq(""))
 	wantOpens(t, b, 2, "two share a watch, one has its own")
 	for _, s := range []watchStream{first, second, own} {
