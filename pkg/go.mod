@@ -55,7 +55,7 @@ require (
 	github.com/nats-io/nkeys v0.4.17
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
-	github.com/prometheus/client_golang v1.24.0 // indirect
+	github.com/prometheus/client_golang v1.24.0
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.70.0 // indirect
 	github.com/prometheus/procfs v0.21.1 // indirect
@@ -130,6 +130,6 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require github.com/google/btree v1.1.3 // indirect
+require github.com/google/btree v1.1.3
 
 replace github.com/apichain/apichain/gen => ../gen

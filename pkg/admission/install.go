@@ -17,12 +17,13 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 )
 
-// Chain is a backend's admission in kube's order: the built-in mutating plugins (LimitRanger,
-// ServiceAccount, Priority, DefaultTolerationSeconds, DefaultStorageClass, DefaultIngressClass,
-// StorageObjectInUseProtection, where pods are served), MutatingAdmissionPolicies, then
+// Chain is a backend's admission in kube's order: the built-in mutating plugins
+// (NamespaceLifecycle everywhere; LimitRanger, ServiceAccount, Priority,
+// DefaultTolerationSeconds, DefaultStorageClass, DefaultIngressClass,
+// StorageObjectInUseProtection where pods are served), MutatingAdmissionPolicies, then
 // mutating webhooks; then (after the kind's own validation) the built-in validating plugins
 // (Priority, LimitRanger, PodSecurity), ValidatingAdmissionPolicies, validating webhooks, and
-// ResourceQuota last.
+// ResourceQuota last (where resource quotas are served).
 type Chain struct {
 	Mutating         []Mutator   // built-in plugins, in order
 	Validating       []Validator // built-in plugins, in order
@@ -96,6 +97,9 @@ func (c *Chain) Validate(ctx context.Context, a admission.Attributes) error {
 	if err := c.Webhooks.Validate(ctx, a); err != nil {
 		return err
 	}
+	if c.ResourceQuota == nil {
+		return nil
+	}
 	return c.ResourceQuota.Validate(ctx, a)
 }
 
@@ -134,25 +138,30 @@ func (c webhooksCheck) Note() string {
 }
 
 // Install gives h's writes admission, with the admission configuration and namespaces read
-// through config (which may be another handler's: extensions reads core's objects) and
-// policy params through params. The backend is not ready before the configuration was read
-// once, so no replica admits a request without what applies to it.
-func Install(b *backend.Backend, h *registry.Handler, config *registry.Client, params ...*registry.Client) error {
+// from config (h's own client in core, which owns them; a copy of core's in the other
+// services) and policy params through params. The plugins that need pods or resource quotas
+// are installed where h serves them. The backend is not ready before the configuration was
+// read once, so no replica admits a request without what applies to it.
+func Install(b *backend.Backend, h *registry.Handler, config registry.Source, params ...*registry.Client) error {
 	w, err := NewWebhooks(Namespaces(config), b.Log)
 	if err != nil {
 		return err
 	}
 	p := NewPolicies(Namespaces(config), b.Log, params...)
 	mp := NewMutatingPolicies(p)
-	chain := &Chain{Webhooks: w, Policies: p, MutatingPolicies: mp, ResourceQuota: NewResourceQuota(config, b.Stopping())}
-	if _, ok := registry.NewClient(h).Lookup(corev1.SchemeGroupVersion.WithResource("pods")); ok {
-		priority, limits := NewPriority(config), NewLimitRanger(config)
-		podSecurity, err := NewPodSecurity(config)
+	chain := &Chain{Mutating: []Mutator{NewNamespaceLifecycle(config)}, Webhooks: w, Policies: p, MutatingPolicies: mp}
+	local := registry.NewClient(h)
+	if _, ok := local.Lookup(corev1.SchemeGroupVersion.WithResource("resourcequotas")); ok {
+		chain.ResourceQuota = NewResourceQuota(local, b.Stopping())
+	}
+	if _, ok := local.Lookup(corev1.SchemeGroupVersion.WithResource("pods")); ok {
+		priority, limits := NewPriority(local), NewLimitRanger(local)
+		podSecurity, err := NewPodSecurity(local)
 		if err != nil {
 			return err
 		}
-		chain.Mutating = []Mutator{limits, NewServiceAccounts(config), priority, DefaultTolerationSeconds{}, NewDefaultClasses(config),
-			StorageObjectInUseProtection{}}
+		chain.Mutating = append(chain.Mutating, limits, NewServiceAccounts(local), priority, DefaultTolerationSeconds{},
+			NewDefaultClasses(local), StorageObjectInUseProtection{})
 		chain.Validating = []Validator{priority, limits, podSecurity}
 	}
 	h.SetAdmission(chain)

@@ -18,7 +18,7 @@ import (
 // watchConfiguration keeps apply fed with the stored objects of the named resources (each
 // pass lists them all) through client until ctx ends: at once, after every write to any of
 // them, and every ten minutes. synced is called after the first complete read.
-func watchConfiguration(ctx context.Context, client *registry.Client, log *slog.Logger, names []string, apply func([][]runtime.Object), synced func()) error {
+func watchConfiguration(ctx context.Context, client registry.Source, log *slog.Logger, names []string, apply func([][]runtime.Object), synced func()) error {
 	var rs []*registry.Resource
 	for _, n := range names {
 		r, ok := client.Lookup(admissionregistrationv1.SchemeGroupVersion.WithResource(n))
@@ -52,7 +52,7 @@ func watchConfiguration(ctx context.Context, client *registry.Client, log *slog.
 		return nil
 	}
 	for _, r := range rs { // one loop per kind, each re-reading all: a write to any takes effect at once
-		go client.Reconcile(ctx, r, 10*time.Minute, pass)
+		go registry.Reconcile(ctx, client, r, 10*time.Minute, pass)
 	}
 	return nil
 }
@@ -65,9 +65,9 @@ func typed[T runtime.Object](objs []runtime.Object) []T {
 	return out
 }
 
-// Namespaces reads namespaces for namespaceSelector through client: from the watch cache, and
-// from etcd when the cache does not have it yet (a namespace created a moment ago).
-func Namespaces(client *registry.Client) NamespaceGetter {
+// Namespaces reads namespaces for namespaceSelector through client: from its cache, and live
+// when the cache does not have it yet (a namespace created a moment ago).
+func Namespaces(client registry.Source) NamespaceGetter {
 	return func(ctx context.Context, name string) (*corev1.Namespace, error) {
 		r, ok := client.Lookup(corev1.SchemeGroupVersion.WithResource("namespaces"))
 		if !ok {

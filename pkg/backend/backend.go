@@ -14,10 +14,13 @@ import (
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/healthz"
 	"github.com/apichain/apichain/pkg/lifecycle"
+	"github.com/apichain/apichain/pkg/routing"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/storage"
+	"github.com/apichain/apichain/pkg/topology"
 	"github.com/nats-io/nats.go"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
@@ -44,6 +47,10 @@ type Backend struct {
 	instance  lifecycle.Instance
 	nc        *nats.Conn
 	resources resourcev1.ResourceServiceServer
+	// instances are every instance's lifecycle state, from NATS while the backend runs; peers
+	// routes by them to the services that own the kinds this one reads.
+	instances *lifecycle.Registry
+	peers     *routing.Router
 }
 
 // New binds the listener and builds the gRPC server; its lifecycle state goes out over nc.
@@ -71,8 +78,15 @@ func New(opts *Options, served []*discoveryv1.GroupVersion, nc *nats.Conn, log *
 		ln.Close()
 		return nil, err
 	}
+	peerTLS, err := certs.ClientTLSConfig(opts.Serving.ClientCAFile, opts.Serving.CertFile, opts.Serving.KeyFile, topology.BackendServerName)
+	if err != nil {
+		ln.Close()
+		etcd.Close()
+		return nil, fmt.Errorf("TLS towards other backends: %w", err)
+	}
 	b := &Backend{Server: srv, Etcd: etcd, Log: log, opts: opts, ln: ln, nc: nc, health: health.NewServer(),
-		discovery: NewDiscovery(served)}
+		discovery: NewDiscovery(served), instances: lifecycle.NewRegistry(opts.Lifecycle.TTL)}
+	b.peers = routing.NewRouter(b.instances, routing.NewPool(credentials.NewTLS(peerTLS)))
 	b.instance = lifecycle.Instance{Service: opts.Service, InstanceID: opts.Lifecycle.InstanceID,
 		Address: advertise(opts.AdvertiseAddress, ln.Addr()), Served: b.discovery.ServedNames()}
 
@@ -139,14 +153,16 @@ func (b *Backend) SetOpenAPI(src OpenAPISource) {
 // SetResources installs the ResourceService implementation (default: nothing is served).
 func (b *Backend) SetResources(r resourcev1.ResourceServiceServer) { b.resources = r }
 
-// WatchInstances keeps a registry of every instance's published lifecycle state (the
-// gateways', the other services') from NATS until ctx ends; while NATS is away, entries expire
-// after the lifecycle TTL.
-func (b *Backend) WatchInstances(ctx context.Context) *lifecycle.Registry {
-	reg := lifecycle.NewRegistry(b.opts.Lifecycle.TTL)
-	go lifecycle.WatchNATS(ctx, b.nc, b.opts.Lifecycle.TTL, reg, b.Log)
-	return reg
-}
+// Instances are every instance's published lifecycle state (the gateways', the other
+// services'), kept from NATS while the backend runs; while NATS is away, entries expire after
+// the lifecycle TTL.
+func (b *Backend) Instances() *lifecycle.Registry { return b.instances }
+
+// Peers is this backend's client of the kinds other services own, through their gRPC API:
+// routed as the gateway routes (by the instances' lifecycle state, to a ready one), over
+// mutual TLS with this backend's certificate, as the backend itself (no caller). The owner
+// serves it reads only.
+func (b *Backend) Peers() *routing.Client { return routing.NewClient(b.peers) }
 
 // Address is the advertised gRPC address.
 func (b *Backend) Address() string { return b.currentInstance().Address }
@@ -241,8 +257,12 @@ func (b *Backend) Run(ctx context.Context) error {
 	b.Server.MirrorHealth(b.health, b.opts.Service)
 
 	defer b.Etcd.Close()
+	b.instances.OnChange(func() { b.peers.RetainConns(nil) })
+	defer b.peers.CloseConns()
 	return b.Server.RunAlongside(ctx, func(ctx context.Context) {
 		lifecycle.Announce(ctx, b.nc, b.Server, b.currentInstance, b.opts.Lifecycle.TTL, b.Log)
+	}, func(ctx context.Context) {
+		lifecycle.WatchNATS(ctx, b.nc, b.opts.Lifecycle.TTL, b.instances, b.Log)
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	runtimedebug "runtime/debug"
 	"time"
 
+	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/audit"
 	"github.com/apichain/apichain/pkg/caller"
 	"github.com/apichain/apichain/pkg/rpcstatus"
@@ -38,11 +39,19 @@ var publicMethods = map[string]bool{
 	"/grpc.health.v1.Health/Watch": true,
 }
 
-// admit accepts only the gateway (probes aside), counts the request for draining and attaches
-// the gateway's caller identity.
+// peerMethods may be called by another backend: it reads the kinds this one owns (into its
+// watch-fed copy of them), as itself.
+var peerMethods = map[string]bool{
+	resourcev1.ResourceService_Get_FullMethodName:   true,
+	resourcev1.ResourceService_List_FullMethodName:  true,
+	resourcev1.ResourceService_Watch_FullMethodName: true,
+}
+
+// admit accepts the gateway, and another backend's reads (probes aside), counts the request
+// for draining and attaches the gateway's caller identity.
 func (b *Backend) admit(ctx context.Context, method string) (context.Context, func(), error) {
-	if !publicMethods[method] && !caller.IsGateway(ctx) {
-		return nil, nil, status.Error(codes.PermissionDenied, "backends accept only the gateway's client certificate")
+	if !publicMethods[method] && !caller.IsGateway(ctx) && !(peerMethods[method] && caller.IsBackend(ctx)) {
+		return nil, nil, status.Error(codes.PermissionDenied, "backends accept only the gateway's client certificate, and another backend's for reads")
 	}
 	ctx, err := caller.Incoming(ctx)
 	if err != nil {

@@ -4,12 +4,12 @@ package caller
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/audit"
 	"github.com/apichain/apichain/pkg/certs"
+	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/pkg/user"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
@@ -67,23 +67,23 @@ func FromIncoming(ctx context.Context) (*resourcev1.Caller, error) {
 }
 
 // IsGateway reports whether the gRPC peer presented the gateway's verified client certificate.
-func IsGateway(ctx context.Context) bool {
+func IsGateway(ctx context.Context) bool { return peerName(ctx) == certs.GatewayUser }
+
+// IsBackend reports whether the gRPC peer presented a backend's verified certificate: another
+// service reading the kinds this one owns.
+func IsBackend(ctx context.Context) bool { return peerName(ctx) == topology.BackendServerName }
+
+// peerName is the common name of the gRPC peer's verified certificate, "" without one.
+func peerName(ctx context.Context) string {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
-		return false
-	}
-	info, ok := p.AuthInfo.(credentials.TLSInfo)
-	if !ok || len(info.State.VerifiedChains) == 0 {
-		return false
-	}
-	return leafCN(info.State.VerifiedChains[0]) == certs.GatewayUser
-}
-
-func leafCN(chain []*x509.Certificate) string {
-	if len(chain) == 0 {
 		return ""
 	}
-	return chain[0].Subject.CommonName
+	info, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(info.State.VerifiedChains) == 0 || len(info.State.VerifiedChains[0]) == 0 {
+		return ""
+	}
+	return info.State.VerifiedChains[0][0].Subject.CommonName
 }
 
 // Incoming returns ctx with the user and audit ID the gateway sent (user.From, audit.IDFrom),

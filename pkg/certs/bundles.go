@@ -20,9 +20,10 @@ const etcdCACommonName = "apichain-etcd-ca"
 type Bundles struct {
 	Dir string
 	// Backends are the backend services (core, extensions, aggregator). Each gets
-	// Dir/<backend>: the cluster CA's certificate, a serving certificate and key of its own for
-	// BackendHost, a client certificate for its healthcheck, and its etcd client certificate
-	// with etcd's CA certificate.
+	// Dir/<backend>: the cluster CA's certificate, a certificate and key of its own for
+	// BackendHost (serving, and its client certificate when it reads the kinds another backend
+	// owns), a client certificate for its healthcheck, and its etcd client certificate with
+	// etcd's CA certificate.
 	Backends    []string
 	BackendHost string
 	// FrontProxyClients are the backends that also get the front-proxy client certificate (the
@@ -120,7 +121,7 @@ func (p *PKI) EnsureBundles(b Bundles) error {
 			leafSpec
 		}{
 			{ca, leafSpec{certFile: f(BundleServingCert), keyFile: f(BundleServingKey), commonName: backendCommonName,
-				server: true, hosts: append([]string{b.BackendHost, svc}, loopbackHosts...)}},
+				server: true, peer: true, hosts: append([]string{b.BackendHost, svc}, loopbackHosts...)}},
 			{ca, leafSpec{certFile: f(BundleHealthcheckCert), keyFile: f(BundleHealthcheckKey), commonName: healthcheckCommonName + ":" + svc}},
 			{etcdCA, leafSpec{certFile: f(BundleEtcdClientCert), keyFile: f(BundleEtcdClientKey), commonName: etcdClientCommonPrefix + svc}},
 		} {

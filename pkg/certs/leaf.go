@@ -12,7 +12,7 @@ type leafSpec struct {
 	certFile, keyFile string
 	commonName        string
 	server            bool     // serving cert; otherwise a client cert
-	peer              bool     // with server: a client cert as well (an etcd member's)
+	peer              bool     // with server: a client cert as well (an etcd member's, a backend's)
 	hosts             []string // SANs a serving cert must cover
 	orgs              []string // groups of a client cert
 }

@@ -3,6 +3,7 @@ package certs
 import (
 	"errors"
 	"fmt"
+	"github.com/apichain/apichain/pkg/topology"
 	"os"
 	"path/filepath"
 	"sync"
@@ -18,7 +19,7 @@ const (
 
 	caCommonName      = "apichain-ca"
 	servingCommonName = "apichain"
-	backendCommonName = "apichain-backend"
+	backendCommonName = topology.BackendServerName
 	// AdminUser and AdminGroup make the admin cert a cluster superuser
 	// under Kubernetes RBAC conventions.
 	AdminUser  = "kubernetes-admin"
@@ -175,7 +176,7 @@ func (p *PKI) leaves(servingHosts, backendHosts []string) []leafSpec {
 		{certFile: p.ServingCertFile, keyFile: p.ServingKeyFile, commonName: servingCommonName,
 			server: true, hosts: withLoopback(servingHosts)},
 		{certFile: p.BackendCertFile, keyFile: p.BackendKeyFile, commonName: backendCommonName,
-			server: true, hosts: withLoopback(backendHosts)},
+			server: true, peer: true, hosts: withLoopback(backendHosts)},
 		{certFile: p.AdminCertFile, keyFile: p.AdminKeyFile, commonName: AdminUser,
 			orgs: []string{AdminGroup}},
 		{certFile: p.GatewayClientCertFile, keyFile: p.GatewayClientKeyFile, commonName: GatewayUser},

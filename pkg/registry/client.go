@@ -76,6 +76,11 @@ func (c *Client) Get(ctx context.Context, r *Resource, namespace, name string) (
 	return obj, err
 }
 
+// GetLive reads one object from etcd (a quorum read).
+func (c *Client) GetLive(ctx context.Context, r *Resource, namespace, name string) (runtime.Object, error) {
+	return c.h.get(ctx, r, namespace, name, "")
+}
+
 // Create creates obj in namespace as a POST does (defaulting, validation, field managers).
 func (c *Client) Create(ctx context.Context, r *Resource, namespace string, obj runtime.Object) error {
 	_, err := c.h.create(ctx, r, namespace, obj, c.dryRun)
@@ -195,33 +200,6 @@ func (c *Client) Watch(ctx context.Context, r *Resource) <-chan Change {
 func objectRef(r *Resource, namespace, name string) *resourcev1.ResourceRef {
 	return &resourcev1.ResourceRef{Group: r.GroupVersion.Group, Version: r.GroupVersion.Version, Resource: r.Name,
 		Namespace: namespace, Name: name}
-}
-
-// Reconcile runs pass now, after writes to r's objects, and every resync, until ctx ends: the
-// loop of a controller that recomputes what it owns from what is stored. Writes reported while
-// a pass runs lead to one more pass, not one each (a fresh cluster's bootstrap writes some 70
-// cluster roles at once). A pass that fails (etcd not ready yet at startup) runs again within
-// a second, not at the next write.
-func (c *Client) Reconcile(ctx context.Context, r *Resource, resync time.Duration, pass func(context.Context) error) {
-	changes := c.Watch(ctx, r)
-	t := time.NewTicker(resync)
-	defer t.Stop()
-	for {
-		var again <-chan time.Time // nil: no retry
-		if err := pass(ctx); err != nil {
-			again = time.After(time.Second)
-		}
-		select {
-		case <-again:
-		case <-ctx.Done():
-			return
-		case _, ok := <-changes:
-			if !ok || !drain(changes) {
-				return
-			}
-		case <-t.C:
-		}
-	}
 }
 
 // drain takes the changes already reported; false when the channel closed.

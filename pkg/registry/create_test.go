@@ -83,10 +83,6 @@ func TestCreateErrors(t *testing.T) {
 	ns := newNamespace(t)
 	create(t, cmResource, ns, configMap("exists", nil))
 
-	terminating := newNamespace(t)
-	_, err := testH.Delete(context.Background(), &resourcev1.DeleteRequest{Ref: ref(nsResource, "", terminating)})
-	require.NoError(t, err)
-
 	body := func(obj any) *resourcev1.Body { return jsonBody(t, obj) }
 	otherNS := configMap("other-ns", nil)
 	otherNS.Namespace = "elsewhere"
@@ -109,14 +105,6 @@ func TestCreateErrors(t *testing.T) {
 			}},
 		{name: "namespace mismatch", namespace: ns, body: body(otherNS), code: 400, reason: metav1.StatusReasonBadRequest,
 			check: func(t *testing.T, st *metav1.Status) { assert.Contains(t, st.Message, "does not match the namespace") }},
-		{name: "missing namespace", namespace: "no-such-namespace", body: body(configMap("x", nil)), code: 404, reason: metav1.StatusReasonNotFound,
-			check: func(t *testing.T, st *metav1.Status) {
-				assert.Equal(t, `namespaces "no-such-namespace" not found`, st.Message)
-			}},
-		{name: "terminating namespace", namespace: terminating, body: body(configMap("x", nil)), code: 403, reason: metav1.StatusReasonForbidden,
-			check: func(t *testing.T, st *metav1.Status) {
-				assert.Equal(t, `configmaps "x" is forbidden: unable to create new content in namespace `+terminating+` because it is being terminated`, st.Message)
-			}},
 		{name: "invalid name", namespace: ns, body: body(configMap("Bad_Name", nil)), code: 422, reason: metav1.StatusReasonInvalid,
 			check: func(t *testing.T, st *metav1.Status) {
 				require.NotNil(t, st.Details)

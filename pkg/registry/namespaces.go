@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,14 +37,7 @@ func Namespaces() *Resource {
 		Kind: "Namespace", ShortNames: []string{"ns"}, Subresources: []string{"finalize", "status"},
 		VerbsServed:  []string{"create", "delete", "get", "list", "patch", "update", "watch"},
 		ValidateName: apivalidation.ValidateNamespaceName,
-		// kube's namespace lifecycle admission: these three may never go.
-		ValidateDelete: func(name string) error {
-			if name == metav1.NamespaceDefault || name == metav1.NamespaceSystem || name == metav1.NamespacePublic {
-				return apierrors.NewForbidden(corev1.Resource("namespaces"), name, errors.New("this namespace may not be deleted"))
-			}
-			return nil
-		},
-		New: func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} },
+		New:          func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} },
 		PrepareForCreate: func(_ context.Context, o runtime.Object) {
 			ns := o.(*corev1.Namespace)
 			ns.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}

@@ -68,23 +68,6 @@ func TestNamespaceDeletionTerminates(t *testing.T) {
 	decode(t, terminating.GetBody(), list)
 	require.Len(t, list.Items, 1)
 
-	_, err = testH.Create(context.Background(), &resourcev1.CreateRequest{Ref: ref(cmResource, name, ""), Body: jsonBody(t, configMap("late", nil))})
-	requireStatus(t, err, 403, metav1.StatusReasonForbidden)
-	// Existing content stays until the namespace lifecycle controller deletes it.
+	// New content is refused by NamespaceLifecycle admission (pkg/admission); existing content stays until the namespace lifecycle controller deletes it.
 	get[*corev1.ConfigMap](t, cmResource, name, "content")
-}
-
-// default, kube-system and kube-public are refused with kube's message; other namespaces,
-// kube-node-lease included, may go.
-func TestSystemNamespacesMayNotBeDeleted(t *testing.T) {
-	ctx := context.Background()
-	require.NoError(t, testH.EnsureNamespaces(ctx, SystemNamespaces))
-	for _, name := range []string{"default", "kube-system", "kube-public"} {
-		_, err := testH.Delete(ctx, &resourcev1.DeleteRequest{Ref: ref(nsResource, "", name)})
-		st := requireStatus(t, err, 403, metav1.StatusReasonForbidden)
-		assert.Equal(t, `namespaces "`+name+`" is forbidden: this namespace may not be deleted`, st.Message)
-	}
-	_, err := testH.Delete(ctx, &resourcev1.DeleteRequest{Ref: ref(nsResource, "", "kube-node-lease"),
-		Options: &resourcev1.DeleteOptions{DryRun: []string{"All"}, GracePeriodSeconds: -1}})
-	assert.NoError(t, err)
 }

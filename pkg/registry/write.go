@@ -124,8 +124,8 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 		} else if acc.GetNamespace() != namespace {
 			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 		}
-		if err := h.admitNamespace(ctx, r, namespace, acc.GetName()); err != nil {
-			return nil, err
+		if namespace == "" {
+			return nil, apierrors.NewBadRequest("namespace is required for a namespaced resource")
 		}
 	} else {
 		acc.SetNamespace("")
@@ -203,27 +203,6 @@ func allocationError(r *Resource, name string, err error) error {
 type FieldErrors field.ErrorList
 
 func (e FieldErrors) Error() string { return field.ErrorList(e).ToAggregate().Error() }
-
-// admitNamespace refuses content in a namespace that does not exist or is terminating, as
-// kube's NamespaceLifecycle admission does.
-func (h *Handler) admitNamespace(ctx context.Context, r *Resource, namespace, name string) error {
-	if namespace == "" {
-		return apierrors.NewBadRequest("namespace is required for a namespaced resource")
-	}
-	ns, ok := h.set.Load().Lookup(namespacesGVR)
-	if !ok {
-		return nil // this backend does not own namespaces; core admits them
-	}
-	obj, err := h.get(ctx, ns, "", namespace, "")
-	if err != nil {
-		return err
-	}
-	if acc, _ := meta.Accessor(obj); acc != nil && acc.GetDeletionTimestamp() != nil {
-		return apierrors.NewForbidden(r.GroupResource(), name,
-			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", namespace))
-	}
-	return nil
-}
 
 // Update replaces an object (or its status or scale).
 func (h *Handler) Update(ctx context.Context, req *resourcev1.UpdateRequest) (*resourcev1.UpdateResponse, error) {

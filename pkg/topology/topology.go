@@ -40,8 +40,9 @@ const (
 	BackendPort = 9090
 )
 
-// BackendServerName is the name in every backend's serving certificate, which the gateway
-// verifies whatever address it dials (instances come and go; the name does not).
+// BackendServerName is the name in every backend's certificate, which the gateway and the
+// other backends verify whatever address they dial (instances come and go; the name does
+// not); a backend presents the same certificate when it reads the kinds another one owns.
 const BackendServerName = "apichain-backend"
 
 // GatewayClientName is the common name of the gateway's client certificate; backends accept

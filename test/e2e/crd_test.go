@@ -459,3 +459,52 @@ func TestCRDDeletionWaitsForCustomResources(t *testing.T) {
 		return err != nil && strings.Contains(out, "NotFound")
 	}, 10*time.Second, 20*time.Millisecond, "the CRD goes once its last custom resource is gone")
 }
+
+// NamespaceLifecycle admission runs on the extensions service too: a custom resource in a
+// namespace that does not exist is refused with the namespace's 404, one in a terminating
+// namespace with kube's 403 and cause, as kube-apiserver refuses them.
+func TestCustomResourcesNeedALiveNamespace(t *testing.T) {
+	c, _ := startAllInOne(t)
+	k := kc{t: t, kubeconfig: filepath.Join(c.data, "admin.kubeconfig")}
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		writeFile(t, p, content)
+		return p
+	}
+	k.run("create", "-f", file("widgets.yaml", widgetCRD))
+	waitEstablished(t, k.kubeconfig, "widgets.example.com")
+	widget := func(namespace string) string {
+		return file("w-"+namespace+".yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: "+namespace+"}\nspec: {size: 1}\n")
+	}
+
+	assert.Contains(t, k.fails("create", "-f", widget("nope")), `namespaces "nope" not found`)
+
+	// A namespace held in Terminating by a finalizer on its content.
+	k.run("create", "namespace", "ending")
+	k.run("create", "-f", file("held.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: held, namespace: ending, finalizers: [example.com/hold]}\n"))
+	k.run("create", "-f", widget("ending"))
+	k.run("delete", "namespace", "ending", "--wait=false")
+	dyn := dynamic.NewForConfigOrDie(c.config)
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	late := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "late"}, "spec": map[string]any{"size": int64(1)}}}
+	var err error
+	require.Eventually(t, func() bool {
+		_, err = dyn.Resource(widgets).Namespace("ending").Create(context.Background(), late, metav1.CreateOptions{})
+		return apierrors.IsForbidden(err)
+	}, 10*time.Second, 20*time.Millisecond, "a create in a terminating namespace is refused: %v", err)
+	assert.Equal(t, `widgets.example.com "late" is forbidden: unable to create new content in namespace ending because it is being terminated`, err.Error())
+	st := err.(apierrors.APIStatus).Status()
+	require.NotNil(t, st.Details)
+	assert.Contains(t, st.Details.Causes, metav1.StatusCause{Type: "NamespaceTerminating", Message: "namespace ending is being terminated", Field: "metadata.namespace"})
+
+	// Its content goes with it, and then so does the namespace.
+	k.run("patch", "configmap", "held", "-n", "ending", "--type=json", "-p", `[{"op":"remove","path":"/metadata/finalizers"}]`)
+	namespaces := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	require.Eventually(t, func() bool {
+		_, err := dyn.Resource(namespaces).Get(context.Background(), "ending", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 20*time.Second, 50*time.Millisecond)
+	assert.Contains(t, k.fails("create", "-f", widget("ending")), `namespaces "ending" not found`)
+}

@@ -25,7 +25,7 @@ func Run(ctx context.Context, client *registry.Client, log *slog.Logger, resync 
 	if !ok {
 		return
 	}
-	client.Reconcile(ctx, r, resync, func(ctx context.Context) error {
+	registry.Reconcile(ctx, client, r, resync, func(ctx context.Context) error {
 		err := aggregate(ctx, client, r)
 		if err != nil && ctx.Err() == nil {
 			log.Warn("cluster role aggregation", "err", err)

@@ -36,7 +36,7 @@ func Run(ctx context.Context, c *registry.Client, swaggerV2 func() ([]byte, erro
 	}
 	var checker *validating.TypeChecker
 	ctx = registry.WithFieldManager(ctx, FieldManager)
-	c.Reconcile(ctx, r, resync, func(ctx context.Context) error {
+	registry.Reconcile(ctx, c, r, resync, func(ctx context.Context) error {
 		err := reconcile(ctx, c, r, func() (*validating.TypeChecker, error) {
 			// Built for the first policy to check, not at startup: it parses the whole v2
 			// document (a fifth of a second of CPU), and most clusters have no policies.

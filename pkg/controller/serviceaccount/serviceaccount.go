@@ -40,8 +40,8 @@ func Run(ctx context.Context, c *registry.Client, caPEM []byte, log *slog.Logger
 		}
 		return err
 	}
-	go c.Reconcile(ctx, sa, resync, pass)
-	c.Reconcile(ctx, ns, resync, pass)
+	go registry.Reconcile(ctx, c, sa, resync, pass)
+	registry.Reconcile(ctx, c, ns, resync, pass)
 }
 
 func ensure(ctx context.Context, c *registry.Client, nsR, saR, cmR *registry.Resource, caPEM []byte) error {

@@ -20,14 +20,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// CustomResourceDefinitions is the CRD resource as the aggregator reads it (extensions owns
-// and serves it; the aggregator only lists and watches it in etcd, as kube's
-// crd-autoregistration reads its informer).
+// CustomResourceDefinitions is the CRD resource as the aggregator reads it: extensions owns
+// and serves it; the aggregator keeps a copy through extensions' gRPC API, as kube's
+// crd-autoregistration reads its informer.
 func CustomResourceDefinitions() *registry.Resource {
 	return &registry.Resource{GroupVersion: apiextensionsv1.SchemeGroupVersion, Name: "customresourcedefinitions",
-		SingularName: "customresourcedefinition", Kind: "CustomResourceDefinition", HasSpec: true, Subresources: []string{"status"},
-		New:     func() runtime.Object { return &apiextensionsv1.CustomResourceDefinition{} },
-		NewList: func() runtime.Object { return &apiextensionsv1.CustomResourceDefinitionList{} }}
+		Kind: "CustomResourceDefinition", New: func() runtime.Object { return &apiextensionsv1.CustomResourceDefinition{} }}
 }
 
 // AutoRegister keeps an APIService for every local group/version, as kube's autoregister and
@@ -37,15 +35,15 @@ func CustomResourceDefinitions() *registry.Resource {
 // does). An APIService without the label is the user's and left alone.
 type AutoRegister struct {
 	apiservices *registry.Client
-	crds        *registry.Client
+	crds        registry.Source
 	log         *slog.Logger
 	// synced are the names handled once without error; atStart the APIServices that existed
 	// at the first pass.
 	synced, atStart map[string]bool
 }
 
-// NewAutoRegister writes through apiservices and reads CRDs through crds.
-func NewAutoRegister(apiservices, crds *registry.Client, log *slog.Logger) *AutoRegister {
+// NewAutoRegister writes through apiservices and reads CRDs from crds (a copy of extensions').
+func NewAutoRegister(apiservices *registry.Client, crds registry.Source, log *slog.Logger) *AutoRegister {
 	return &AutoRegister{apiservices: apiservices, crds: crds, log: log, synced: map[string]bool{}}
 }
 

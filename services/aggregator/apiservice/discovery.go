@@ -32,7 +32,7 @@ func RunRemoteDiscovery(ctx context.Context, c *registry.Client, own []*discover
 	known := map[string]*discoveryv1.GroupVersion{} // by APIService name, as last read
 	var last []*discoveryv1.GroupVersion
 	var lastWarnings, lastProxied []string
-	c.Reconcile(ctx, r, resync, func(ctx context.Context) error {
+	registry.Reconcile(ctx, c, r, resync, func(ctx context.Context) error {
 		list, err := c.List(ctx, r, "", "")
 		if err != nil {
 			return err

@@ -43,7 +43,7 @@ func RunRemoteOpenAPI(ctx context.Context, c *registry.Client, fetch FetchDocume
 	r, _ := c.Lookup(apiregistration.SchemeGroupVersion.WithResource("apiservices"))
 	specs := map[string]*remoteSpec{}
 	var lastKey string
-	c.Reconcile(ctx, r, resync, func(ctx context.Context) error {
+	registry.Reconcile(ctx, c, r, resync, func(ctx context.Context) error {
 		list, err := c.List(ctx, r, "", "")
 		if err != nil {
 			return err

@@ -14,15 +14,12 @@ import (
 	"github.com/apichain/apichain/pkg/apiregistration"
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/pkg/registry"
+	"github.com/apichain/apichain/pkg/registry/remote"
 	"github.com/apichain/apichain/pkg/storage"
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/services/aggregator/apiservice"
 	"github.com/apichain/apichain/services/aggregator/proxy"
 	"github.com/spf13/pflag"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
-	kdiscoveryv1 "k8s.io/api/discovery/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -66,39 +63,41 @@ func (o *Options) setup(b *backend.Backend) error {
 	h.WarmUp()
 	b.SetResources(h)
 	client := registry.NewClient(h)
-	// What the aggregator only reads: admission's configurations and namespaces (core's), and
-	// CRDs (extensions').
-	readScheme, err := registry.NewScheme(admissionregistrationv1.AddToScheme, corev1.AddToScheme, apiextensionsv1.AddToScheme, kdiscoveryv1.AddToScheme)
+	// What the aggregator only reads, copied through the owners' gRPC API: admission's
+	// configurations, namespaces, and the Services and EndpointSlices aggregated servers are
+	// reached by (core's); CRDs (extensions').
+	core, err := remote.Install(b, topology.Core, append(admission.ConfigurationResources(), registry.Namespaces(),
+		proxy.Services(), proxy.EndpointSlices())...)
 	if err != nil {
 		return err
 	}
-	others := registry.NewHandler(readScheme, registry.NewSet(append(admission.ConfigurationResources(), registry.Namespaces(),
-		apiservice.CustomResourceDefinitions(), proxy.Services(), proxy.EndpointSlices())...), store, b.Stopping())
-	othersClient := registry.NewClient(others)
-	if err := admission.Install(b, h, othersClient, client); err != nil {
+	crds, err := remote.Install(b, topology.Extensions, apiservice.CustomResourceDefinitions())
+	if err != nil {
 		return err
 	}
-	if err := o.serveProxy(b, client, othersClient); err != nil {
+	if err := admission.Install(b, h, core, client); err != nil {
+		return err
+	}
+	if err := o.serveProxy(b, client, core); err != nil {
 		return err
 	}
 	b.Server.AddHealthChecks(apiservice.Completion(client))
 	if err := b.Server.AddPostStartHook("kube-apiserver-autoregistration", func(ctx context.Context) error {
-		go apiservice.NewAutoRegister(client, othersClient, b.Log).Run(ctx, 5*time.Minute)
+		go apiservice.NewAutoRegister(client, crds, b.Log).Run(ctx, 5*time.Minute)
 		return nil
 	}); err != nil {
 		return err
 	}
 	return b.Server.AddPostStartHook("start-watch-cache", func(ctx context.Context) error {
 		h.EnableWatchCache(ctx, b.Log)
-		others.EnableWatchCache(ctx, b.Log)
 		return nil
 	})
 }
 
 // serveProxy forwards the remote APIServices' requests, and publishes their group/versions as
 // proxied as APIServices come and go.
-func (o *Options) serveProxy(b *backend.Backend, apiservices, others *registry.Client) error {
-	endpoints, err := proxy.NewEndpoints(others)
+func (o *Options) serveProxy(b *backend.Backend, apiservices *registry.Client, core registry.Source) error {
+	endpoints, err := proxy.NewEndpoints(core)
 	if err != nil {
 		return err
 	}
@@ -150,7 +149,7 @@ func (o *Options) serveProxy(b *backend.Backend, apiservices, others *registry.C
 	// without a request noticing is marked within 10 s and one that came back is used again.
 	return b.Server.AddPostStartHook("apiservice-status-remote-available-controller", func(ctx context.Context) error {
 		go func() {
-			triggers := []<-chan registry.Change{others.Watch(ctx, proxy.Services()), others.Watch(ctx, proxy.EndpointSlices()), failures(ctx, server.Failures())}
+			triggers := []<-chan registry.Change{core.Watch(ctx, proxy.Services()), core.Watch(ctx, proxy.EndpointSlices()), failures(ctx, server.Failures())}
 			apiservice.RunAvailability(ctx, apiservices, server.Check, triggers, nil, b.Log, 10*time.Second)
 		}()
 		return nil

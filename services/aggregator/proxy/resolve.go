@@ -37,12 +37,12 @@ func (DNS) Resolve(_ context.Context, s *apiregistration.ServiceReference) (stri
 // --enable-aggregator-routing: the Service's port names the EndpointSlices' port, and slices
 // of the Service's first IP family come first.
 type Endpoints struct {
-	client                *registry.Client
+	client                registry.Source
 	services, slicesOfSvc *registry.Resource
 }
 
 // NewEndpoints reads Services and EndpointSlices through client.
-func NewEndpoints(client *registry.Client) (*Endpoints, error) {
+func NewEndpoints(client registry.Source) (*Endpoints, error) {
 	services, ok1 := client.Lookup(corev1.SchemeGroupVersion.WithResource("services"))
 	slicesOfSvc, ok2 := client.Lookup(discoveryv1.SchemeGroupVersion.WithResource("endpointslices"))
 	if !ok1 || !ok2 {
@@ -144,18 +144,17 @@ type noEndpoints struct{ *apierrors.StatusError }
 
 func (noEndpoints) Is(target error) bool { return target == errNoEndpoints }
 
-// Services is core's services resource as the aggregator reads it.
+// Services is core's services resource as the aggregator reads it (a copy through core's
+// gRPC API).
 func Services() *registry.Resource {
-	return &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "services", SingularName: "service", Kind: "Service",
-		Namespaced: true, HasSpec: true, NoGeneration: true, Subresources: []string{"status"},
-		New: func() runtime.Object { return &corev1.Service{} }, NewList: func() runtime.Object { return &corev1.ServiceList{} }}
+	return &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "services", Kind: "Service", Namespaced: true,
+		New: func() runtime.Object { return &corev1.Service{} }}
 }
 
 // EndpointSlices is core's endpointslices resource as the aggregator reads it.
 func EndpointSlices() *registry.Resource {
-	return &registry.Resource{GroupVersion: discoveryv1.SchemeGroupVersion, Name: "endpointslices", SingularName: "endpointslice",
-		Kind: "EndpointSlice", Namespaced: true,
-		New: func() runtime.Object { return &discoveryv1.EndpointSlice{} }, NewList: func() runtime.Object { return &discoveryv1.EndpointSliceList{} }}
+	return &registry.Resource{GroupVersion: discoveryv1.SchemeGroupVersion, Name: "endpointslices", Kind: "EndpointSlice", Namespaced: true,
+		New: func() runtime.Object { return &discoveryv1.EndpointSlice{} }}
 }
 
 // Auto resolves a Service to one of its ready endpoints when its EndpointSlices list any, and

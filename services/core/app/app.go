@@ -126,7 +126,7 @@ func (o *Options) setup(b *backend.Backend) error {
 		// The gateways are the API servers: their published addresses are the
 		// default/kubernetes endpoints, reconciled every 10 s (kube's interval) and when a
 		// gateway comes, goes or starts shutting down.
-		gateways := b.WatchInstances(ctx)
+		gateways := b.Instances()
 		changed := make(chan struct{}, 1)
 		gateways.OnChange(func() {
 			select {

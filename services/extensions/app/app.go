@@ -11,11 +11,10 @@ import (
 	"github.com/apichain/apichain/pkg/admission"
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/pkg/registry"
+	"github.com/apichain/apichain/pkg/registry/remote"
 	"github.com/apichain/apichain/pkg/storage"
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/services/extensions/crd"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -40,15 +39,13 @@ func Setup(b *backend.Backend) error {
 	h.WarmUp()
 	b.SetResources(h)
 	client := registry.NewClient(h)
-	// Admission reads core's webhook configurations and namespaces from etcd, as core does;
-	// this handler only reads them, it does not serve them.
-	coreScheme, err := registry.NewScheme(admissionregistrationv1.AddToScheme, corev1.AddToScheme)
+	// Admission reads core's configurations and namespaces from a copy of them, kept through
+	// core's gRPC API.
+	core, err := remote.Install(b, topology.Core, append(admission.ConfigurationResources(), registry.Namespaces())...)
 	if err != nil {
 		return err
 	}
-	coreObjects := registry.NewHandler(coreScheme, registry.NewSet(append(admission.ConfigurationResources(), registry.Namespaces())...),
-		storage.NewStore(b.Etcd), b.Stopping())
-	if err := admission.Install(b, h, registry.NewClient(coreObjects), client); err != nil {
+	if err := admission.Install(b, h, core, client); err != nil {
 		return err
 	}
 	// Custom resources are served as their CRDs are established, and go with them.
@@ -90,7 +87,6 @@ func Setup(b *backend.Backend) error {
 	}
 	return b.Server.AddPostStartHook("start-watch-cache", func(ctx context.Context) error {
 		h.EnableWatchCache(ctx, b.Log)
-		coreObjects.EnableWatchCache(ctx, b.Log)
 		return nil
 	})
 }

@@ -28,7 +28,7 @@ func RunController(ctx context.Context, client *registry.Client, log *slog.Logge
 	if !ok {
 		return
 	}
-	client.Reconcile(ctx, r, resync, func(ctx context.Context) error {
+	registry.Reconcile(ctx, client, r, resync, func(ctx context.Context) error {
 		crds, err := reconcile(ctx, client, r)
 		if err != nil {
 			if ctx.Err() == nil {

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/routing"
 	"github.com/apichain/apichain/pkg/rpcstatus"
-	"github.com/apichain/apichain/services/gateway/proxy"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,7 +53,7 @@ func (g *Gateway) authenticationInfo() (map[string]string, error) {
 // publishAuthenticationInfo keeps kube-system/extension-apiserver-authentication as kube's
 // cluster-authentication-trust controller does: written through the chain, retried every
 // second until it is, then checked every minute.
-func (g *Gateway) publishAuthenticationInfo(ctx context.Context, objects *proxy.Reader) {
+func (g *Gateway) publishAuthenticationInfo(ctx context.Context, objects *routing.Client) {
 	wait := time.Second
 	for {
 		err := g.publishAuthenticationInfoOnce(ctx, objects)
@@ -70,7 +70,7 @@ func (g *Gateway) publishAuthenticationInfo(ctx context.Context, objects *proxy.
 	}
 }
 
-func (g *Gateway) publishAuthenticationInfoOnce(ctx context.Context, objects *proxy.Reader) error {
+func (g *Gateway) publishAuthenticationInfoOnce(ctx context.Context, objects *routing.Client) error {
 	data, err := g.authenticationInfo()
 	if err != nil {
 		return err

@@ -23,6 +23,7 @@ import (
 	"github.com/apichain/apichain/pkg/controller/namespace"
 	"github.com/apichain/apichain/pkg/healthz"
 	"github.com/apichain/apichain/pkg/lifecycle"
+	"github.com/apichain/apichain/pkg/routing"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/services/gateway/apf"
@@ -36,7 +37,6 @@ import (
 	"github.com/apichain/apichain/services/gateway/proxy"
 	"github.com/apichain/apichain/services/gateway/readiness"
 	"github.com/apichain/apichain/services/gateway/reviews"
-	"github.com/apichain/apichain/services/gateway/routing"
 	"github.com/apichain/apichain/services/gateway/serviceaccount"
 	"github.com/apichain/apichain/services/gateway/startup"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -223,7 +223,7 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 		return nil, fmt.Errorf("--authorization-mode: %w", err)
 	}
 	if slices.Contains(g.opts.AuthorizationModes, authz.ModeRBAC) {
-		g.rbacSync = authz.NewSync(rbac, proxy.NewReader(g.router), g.Log)
+		g.rbacSync = authz.NewSync(rbac, routing.NewClient(g.router), g.Log)
 	}
 	g.grpc = grpc.NewServer(g.grpcInterceptors()...)
 	watches := proxy.NewWatchHub(g.router)
@@ -261,8 +261,8 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.saObjects = serviceaccount.NewObjects(proxy.NewReader(g.router), g.Log)
-	g.connect = &connect.Handler{Objects: proxy.NewReader(g.router)}
+	g.saObjects = serviceaccount.NewObjects(routing.NewClient(g.router), g.Log)
+	g.connect = &connect.Handler{Objects: routing.NewClient(g.router)}
 	g.saTokens, err = serviceaccount.New(g.opts.ServiceAccounts.Or(g.pki), g.saObjects, g.Log)
 	if err != nil {
 		return nil, err
@@ -394,7 +394,7 @@ func (g *Gateway) addHooks() error {
 		return err
 	}
 	if err := g.Server.AddPostStartHook("start-cluster-authentication-info-controller", func(ctx context.Context) error {
-		go g.publishAuthenticationInfo(ctx, proxy.NewReader(g.router))
+		go g.publishAuthenticationInfo(ctx, routing.NewClient(g.router))
 		return nil
 	}); err != nil {
 		return err
@@ -431,7 +431,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	defer g.pool.CloseAll()
 	ttl := g.opts.Lifecycle.TTL
 	g.Server.MirrorHealth(g.health, topology.Gateway)
-	g.registry.OnChange(g.retainConns)
+	g.registry.OnChange(func() { g.router.RetainConns(g.staticAddresses()) })
 	g.registry.OnChange(g.Server.RecheckReadiness)
 	g.Log.Info("Serving securely on "+g.ln.Addr().String(), "url", g.URL(), "kubeconfig", g.kubeconfig)
 	tasks := []func(context.Context){
@@ -468,25 +468,6 @@ func (g *Gateway) dial(addr string) (grpc.ClientConnInterface, error) {
 		return nil, err
 	}
 	return c, nil
-}
-
-// retainConns closes connections to instances that are gone.
-func (g *Gateway) retainConns() {
-	keep := map[string]bool{}
-	var ready []string
-	for _, st := range g.registry.Instances() {
-		keep[st.GetAddress()] = true
-		if lifecycle.Routable(st) {
-			ready = append(ready, st.GetAddress())
-		}
-	}
-	for _, a := range g.staticAddresses() {
-		keep[a] = true
-	}
-	g.pool.Retain(keep)
-	// An instance that says it is ready is dialled again now, not after the connection's
-	// backoff from when it was down (a restarted replica on the same address).
-	g.pool.Reconnect(ready)
 }
 
 // kubeLibraryMetrics are the metrics kube's libraries (priority and fairness) register with

@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/informer"
 	"github.com/apichain/apichain/pkg/rbac"
-	"github.com/apichain/apichain/services/gateway/informer"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -39,7 +39,7 @@ func NewSync(rbac *RBAC, reader informer.Reader, log *slog.Logger) *Sync {
 	s := &Sync{rbac: rbac, changed: make(chan struct{}, 1), synced: make(chan struct{})}
 	for _, k := range rbacKinds {
 		ref := &resourcev1.ResourceRef{Group: rbacv1.GroupName, Version: "v1", Resource: k.resource}
-		s.informers = append(s.informers, informer.New(reader, ref, k.decode, log, s.notify))
+		s.informers = append(s.informers, informer.New(reader, ref, k.decode, log, func(informer.Event) { s.notify() }))
 	}
 	return s
 }

@@ -11,9 +11,9 @@ import (
 	"net/http"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/informer"
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/services/gateway/filters"
-	"github.com/apichain/apichain/services/gateway/informer"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )

@@ -20,10 +20,10 @@ import (
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	apidiscovery "github.com/apichain/apichain/pkg/discovery"
 	"github.com/apichain/apichain/pkg/openapi"
+	"github.com/apichain/apichain/pkg/routing"
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/services/gateway/filters"
 	"github.com/apichain/apichain/services/gateway/proxy"
-	"github.com/apichain/apichain/services/gateway/routing"
 	"google.golang.org/grpc"
 )
 

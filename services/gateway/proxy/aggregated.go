@@ -8,7 +8,7 @@ import (
 
 	proxyv1 "github.com/apichain/apichain/gen/apichain/proxy/v1"
 	"github.com/apichain/apichain/pkg/discovery"
-	"github.com/apichain/apichain/services/gateway/routing"
+	"github.com/apichain/apichain/pkg/routing"
 	"google.golang.org/grpc"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 )

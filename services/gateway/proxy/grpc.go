@@ -7,10 +7,8 @@ import (
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/caller"
-	"github.com/apichain/apichain/pkg/discovery"
-	"github.com/apichain/apichain/pkg/rpcstatus"
+	"github.com/apichain/apichain/pkg/routing"
 	"github.com/apichain/apichain/services/gateway/apf"
-	"github.com/apichain/apichain/services/gateway/routing"
 	"google.golang.org/grpc"
 )
 
@@ -29,9 +27,7 @@ func NewGRPC(rt *routing.Router, modes []string, hub *WatchHub) *GRPC {
 	return &GRPC{rt: rt, modes: modes, hub: hub}
 }
 
-func gv(ref *resourcev1.ResourceRef) string {
-	return discovery.GroupVersion(ref.GetGroup(), ref.GetVersion())
-}
+func gv(ref *resourcev1.ResourceRef) string { return routing.GroupVersion(ref) }
 
 // outgoing turns the identity the filters established, and the authorization modes that
 // decided, into backend metadata.
@@ -39,14 +35,6 @@ func outgoing(ctx context.Context, modes []string) context.Context {
 	c := caller.ForRequest(ctx)
 	c.AuthorizationModes = modes
 	return caller.Outgoing(ctx, c)
-}
-
-// chainError turns the end of the chain into the kube Status a REST client would get.
-func chainError[T any](resp T, err error) (T, error) {
-	if st := ChainStatus(err); st != nil {
-		return resp, rpcstatus.FromKube(st)
-	}
-	return resp, err
 }
 
 func client(c grpc.ClientConnInterface) resourcev1.ResourceServiceClient {
@@ -58,7 +46,7 @@ func client(c grpc.ClientConnInterface) resourcev1.ResourceServiceClient {
 func call[T any](ctx context.Context, p *GRPC, ref *resourcev1.ResourceRef, fn func(context.Context, resourcev1.ResourceServiceClient) (T, error)) (T, error) {
 	wctx, warns := withWarnings(ctx)
 	defer warns.forwardGRPC(ctx)
-	return chainError(routing.Invoke(outgoing(wctx, p.modes), p.rt, gv(ref), func(ctx context.Context, c grpc.ClientConnInterface) (T, error) {
+	return routing.ChainError(routing.Invoke(outgoing(wctx, p.modes), p.rt, gv(ref), func(ctx context.Context, c grpc.ClientConnInterface) (T, error) {
 		return fn(ctx, client(c))
 	}))
 }
@@ -106,7 +94,7 @@ func (p *GRPC) DeleteCollection(ctx context.Context, req *resourcev1.DeleteColle
 }
 
 func (p *GRPC) Watch(req *resourcev1.WatchRequest, out grpc.ServerStreamingServer[resourcev1.WatchResponse]) error {
-	in, err := chainError(p.hub.Watch(outgoing(out.Context(), p.modes), gv(req.GetRef()), req))
+	in, err := routing.ChainError(p.hub.Watch(outgoing(out.Context(), p.modes), gv(req.GetRef()), req))
 	if err != nil {
 		return err
 	}
@@ -126,20 +114,4 @@ func (p *GRPC) Watch(req *resourcev1.WatchRequest, out grpc.ServerStreamingServe
 			return err
 		}
 	}
-}
-
-type prefetched struct {
-	grpc.ServerStreamingClient[resourcev1.WatchResponse]
-	first    *resourcev1.WatchResponse
-	warnings []string
-}
-
-func (p *prefetched) Warnings() []string { return p.warnings }
-
-func (p *prefetched) Recv() (*resourcev1.WatchResponse, error) {
-	if f := p.first; f != nil {
-		p.first = nil
-		return f, nil
-	}
-	return p.ServerStreamingClient.Recv()
 }

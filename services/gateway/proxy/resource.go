@@ -19,9 +19,9 @@ import (
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/discovery"
 	"github.com/apichain/apichain/pkg/requestinfo"
+	"github.com/apichain/apichain/pkg/routing"
 	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/services/gateway/filters"
-	"github.com/apichain/apichain/services/gateway/routing"
 	"google.golang.org/grpc"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -39,29 +39,16 @@ func IsAPIPath(p string) bool {
 // text elsewhere.
 func NotFound(w http.ResponseWriter, r *http.Request) {
 	if IsAPIPath(r.URL.Path) {
-		filters.WriteStatus(w, ChainStatus(routing.ErrEndOfChain))
+		filters.WriteStatus(w, routing.ChainStatus(routing.ErrEndOfChain))
 		return
 	}
 	http.NotFound(w, r)
 }
 
-// ChainStatus is the kube Status for a request no delegate served: 404 at the end of a
-// complete chain, 503 while the chain is still starting; nil for other errors.
-func ChainStatus(err error) *metav1.Status {
-	switch {
-	case errors.Is(err, routing.ErrEndOfChain):
-		return rpcstatus.NewStatus(http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource")
-	case errors.Is(err, routing.ErrChainIncomplete):
-		return rpcstatus.NewStatus(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
-			"the server is currently unable to handle the request: the delegation chain is still starting")
-	}
-	return nil
-}
-
 // WriteError writes the kube Status for an error from the chain: the backend's
 // own encoding when it sent one, as it is; otherwise one made here.
 func WriteError(w http.ResponseWriter, err error) {
-	st := ChainStatus(err)
+	st := routing.ChainStatus(err)
 	code, data, fromBackend := rpcstatus.KubeJSON(err)
 	if st == nil && !fromBackend {
 		st = rpcstatus.ToKube(err)

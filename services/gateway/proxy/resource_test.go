@@ -7,8 +7,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/apichain/apichain/pkg/routing"
 	"github.com/apichain/apichain/pkg/rpcstatus"
-	"github.com/apichain/apichain/services/gateway/routing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -108,12 +108,4 @@ func TestWriteError(t *testing.T) {
 			assert.Equal(t, "Status", st.Kind)
 		})
 	}
-}
-
-func TestChainStatusOnlyForChainErrors(t *testing.T) {
-	assert.Nil(t, ChainStatus(nil))
-	assert.Nil(t, ChainStatus(errors.New("other")))
-	assert.Nil(t, ChainStatus(status.Error(codes.NotFound, "x")))
-	assert.NotNil(t, ChainStatus(routing.ErrEndOfChain))
-	assert.NotNil(t, ChainStatus(routing.ErrChainIncomplete))
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
-	"github.com/apichain/apichain/services/gateway/routing"
+	"github.com/apichain/apichain/pkg/routing"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -46,9 +46,9 @@ type WatchHub struct {
 // NewWatchHub shares watches routed by rt. A backend watch lasts as long as it has clients.
 func NewWatchHub(rt *routing.Router) *WatchHub {
 	open := func(ctx context.Context, gv string, req *resourcev1.WatchRequest) (watchStream, error) {
-		s, err := watchThrough(ctx, rt, gv, req)
+		s, err := routing.WatchThrough(ctx, rt, gv, req)
 		if err != nil {
-			return nil, err // not a nil *prefetched in the interface
+			return nil, err // not a nil *routing.Watch in the interface
 		}
 		return s, nil
 	}

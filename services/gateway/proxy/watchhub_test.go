@@ -12,7 +12,7 @@ import (
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/lifecycle"
-	"github.com/apichain/apichain/services/gateway/routing"
+	"github.com/apichain/apichain/pkg/routing"
 	"github.com/stretchr/testify/require"
 )
 

@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
-	"github.com/apichain/apichain/services/gateway/informer"
+	"github.com/apichain/apichain/pkg/informer"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 

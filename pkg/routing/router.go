@@ -59,6 +59,29 @@ func (rt *Router) CountRequests(reg prometheus.Registerer) {
 // Changed is closed when the instances may have changed, and with them the routes.
 func (rt *Router) Changed() <-chan struct{} { return rt.reg.Changed() }
 
+// RetainConns keeps the pool in step with the instances (call it when they change):
+// connections to instances that are gone close once their calls finish, and those to
+// instances that say they are ready are dialled again now, not after the backoff from when
+// they were down (a restarted replica on the same address). static addresses are kept.
+func (rt *Router) RetainConns(static []string) {
+	keep := map[string]bool{}
+	var ready []string
+	for _, st := range rt.reg.Instances() {
+		keep[st.GetAddress()] = true
+		if lifecycle.Routable(st) {
+			ready = append(ready, st.GetAddress())
+		}
+	}
+	for _, a := range static {
+		keep[a] = true
+	}
+	rt.pool.Retain(keep)
+	rt.pool.Reconnect(ready)
+}
+
+// CloseConns lets go of every pooled connection (each closes once its calls finish).
+func (rt *Router) CloseConns() { rt.pool.CloseAll() }
+
 // Conn is the pooled connection to addr.
 func (rt *Router) Conn(addr string) (*Conn, error) { return rt.pool.Get(addr) }
 

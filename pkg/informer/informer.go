@@ -1,7 +1,8 @@
-// Package informer keeps a copy of one resource's objects in the gateway, fed by a list and
-// a watch through core's gRPC API (the gateway never reads etcd): the RBAC authorizer's
-// roles and bindings, and the service accounts, pods and secrets that service-account
-// tokens are bound to.
+// Package informer keeps a copy of one resource's objects in a process that does not own
+// them, fed by a list and a watch through the owner's gRPC API (only the owner reads its
+// kinds in etcd): in the gateway, the RBAC authorizer's roles and bindings and the objects
+// service-account tokens are bound to; in a backend, the kinds other services own that it
+// reads (pkg/registry/remote).
 package informer
 
 import (
@@ -20,7 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Reader is what an informer needs of the delegation chain, reached the way every request is.
+// Reader is what an informer needs of the delegation chain, reached the way every request is
+// (routing.Client).
 type Reader interface {
 	List(ctx context.Context, req *resourcev1.ListRequest) (*resourcev1.ListResponse, error)
 	Watch(ctx context.Context, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error)
@@ -50,7 +52,7 @@ type Informer struct {
 	decode   Decoder
 	reader   Reader
 	log      *slog.Logger
-	onChange func()
+	onChange func(Event)
 
 	mu      sync.RWMutex
 	objects map[string]metav1.Object
@@ -58,10 +60,17 @@ type Informer struct {
 	once    sync.Once
 }
 
+// Event is a change the copy applied: an ADDED, MODIFIED or DELETED object, or (Type "") a
+// fresh list that replaced every object.
+type Event struct {
+	Type   string
+	Object metav1.Object
+}
+
 // New follows ref through reader; onChange (may be nil) runs after every change.
-func New(reader Reader, ref *resourcev1.ResourceRef, decode Decoder, log *slog.Logger, onChange func()) *Informer {
+func New(reader Reader, ref *resourcev1.ResourceRef, decode Decoder, log *slog.Logger, onChange func(Event)) *Informer {
 	if onChange == nil {
-		onChange = func() {}
+		onChange = func(Event) {}
 	}
 	return &Informer{ref: ref, decode: decode, reader: reader, log: log, onChange: onChange,
 		objects: map[string]metav1.Object{}, synced: make(chan struct{})}
@@ -158,7 +167,7 @@ func (i *Informer) list(ctx context.Context) (string, error) {
 	i.objects = objects
 	i.mu.Unlock()
 	i.once.Do(func() { close(i.synced) })
-	i.onChange()
+	i.onChange(Event{})
 	return list.Metadata.ResourceVersion, nil
 }
 
@@ -209,7 +218,7 @@ func (i *Informer) watch(ctx context.Context, rv string) (string, error) {
 			i.objects[key] = obj
 		}
 		i.mu.Unlock()
-		i.onChange()
+		i.onChange(Event{Type: ev.GetType(), Object: obj})
 	}
 }
 
