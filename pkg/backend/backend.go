@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,6 +52,8 @@ type Backend struct {
 	// routes by them to the services that own the kinds this one reads.
 	instances *lifecycle.Registry
 	peers     *routing.Router
+	store     *storage.Store
+	claimed   []string // key prefixes the backend owns besides its resources'
 }
 
 // New binds the listener and builds the gRPC server; its lifecycle state goes out over nc.
@@ -87,6 +90,7 @@ func New(opts *Options, served []*discoveryv1.GroupVersion, nc *nats.Conn, log *
 	b := &Backend{Server: srv, Etcd: etcd, Log: log, opts: opts, ln: ln, nc: nc, health: health.NewServer(),
 		discovery: NewDiscovery(served), instances: lifecycle.NewRegistry(opts.Lifecycle.TTL)}
 	b.peers = routing.NewRouter(b.instances, routing.NewPool(credentials.NewTLS(peerTLS)))
+	b.store = storage.NewStore(etcd).Guarded(b.owns)
 	b.instance = lifecycle.Instance{Service: opts.Service, InstanceID: opts.Lifecycle.InstanceID,
 		Address: advertise(opts.AdvertiseAddress, ln.Addr()), Served: b.discovery.ServedNames()}
 
@@ -152,6 +156,29 @@ func (b *Backend) SetOpenAPI(src OpenAPISource) {
 
 // SetResources installs the ResourceService implementation (default: nothing is served).
 func (b *Backend) SetResources(r resourcev1.ResourceServiceServer) { b.resources = r }
+
+// Store is the backend's storage in etcd. It touches only the keys of the kinds the
+// backend's ResourceService stores (a registry.Handler's, as they change) and those claimed
+// with ClaimKeys, and refuses any other (storage.ErrNotOwned): a kind is stored by the one
+// service that serves it, and the others read it through its gRPC API (Peers).
+func (b *Backend) Store() *storage.Store { return b.store }
+
+// ClaimKeys adds keys under prefix to what Store may touch (core's node-port allocations,
+// which are no kind); call it before Run.
+func (b *Backend) ClaimKeys(prefix string) { b.claimed = append(b.claimed, prefix) }
+
+func (b *Backend) owns(key string) bool {
+	if o, ok := b.resources.(interface{ Owns(key string) bool }); ok && o.Owns(key) {
+		return true
+	}
+	for _, p := range b.claimed {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	b.Log.Error("storage refused a key of a kind this service does not serve", "key", key)
+	return false
+}
 
 // Instances are every instance's published lifecycle state (the gateways', the other
 // services'), kept from NATS while the backend runs; while NATS is away, entries expire after

@@ -19,8 +19,11 @@ import (
 	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/embedded"
 	"github.com/apichain/apichain/pkg/lifecycle"
+	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/pkg/server"
+	"github.com/apichain/apichain/pkg/storage"
+	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/pkg/user"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,6 +34,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -221,6 +226,21 @@ func TestAdmit(t *testing.T) {
 	require.NoError(t, err, "health probes are public")
 	done()
 
+	// Another backend reads the kinds this one owns, and does nothing else, as itself.
+	backendPeer := peerWithCN(t, topology.BackendServerName)
+	for _, m := range []string{"Get", "List", "Watch"} {
+		_, done, err := b.admit(backendPeer, "/apichain.resource.v1.ResourceService/"+m)
+		require.NoError(t, err, "a backend may %s", m)
+		done()
+	}
+	for _, m := range []string{"/apichain.resource.v1.ResourceService/Create", "/apichain.resource.v1.ResourceService/Delete",
+		"/apichain.resource.v1.ResourceService/Patch", "/apichain.discovery.v1.DiscoveryService/GetDocument"} {
+		_, _, err := b.admit(backendPeer, m)
+		assert.Equal(t, codes.PermissionDenied, status.Code(err), "a backend may not call %s", m)
+	}
+	_, _, err = b.admit(metadata.NewIncomingContext(backendPeer, metadata.Pairs(caller.MetadataKey, "x")), "/apichain.resource.v1.ResourceService/Get")
+	assert.Equal(t, codes.PermissionDenied, status.Code(err), "a backend may not speak for a user")
+
 	ctx2, done, err := b.admit(ctx, "/apichain.resource.v1.ResourceService/Get")
 	require.NoError(t, err)
 	_, ok := user.From(ctx2)
@@ -332,4 +352,33 @@ func TestEtcdTLSOptions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, cfg.Certificates, 1)
 	assert.NotNil(t, cfg.RootCAs)
+}
+
+// A backend's storage touches the kinds its ResourceService stores, as they change, and the
+// keys it claims; nothing of another service's.
+func TestStorageOwnsOnlyWhatTheBackendServes(t *testing.T) {
+	scheme, err := registry.NewScheme(corev1.AddToScheme)
+	require.NoError(t, err)
+	configMaps := &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "configmaps", Kind: "ConfigMap", Namespaced: true,
+		New: func() runtime.Object { return &corev1.ConfigMap{} }, NewList: func() runtime.Object { return &corev1.ConfigMapList{} }}
+	b := &Backend{Log: discardLog()}
+	h := registry.NewHandler(scheme, registry.NewSet(configMaps), storage.NewStore(nil), nil)
+	b.SetResources(h)
+	b.ClaimKeys("/registry/apichain/nodeports/")
+
+	for key, want := range map[string]bool{
+		"/registry/core/configmaps/ns/x":      true,
+		"/registry/core/configmaps/":          true, // a list or watch of all of them
+		"/registry/core/configmaps/ns/":       true,
+		"/registry/apichain/nodeports/30000":  true,
+		"/registry/core/namespaces/x":         false, // core's, not this backend's
+		"/registry/core/configmapsx/ns/x":     false,
+		"/registry/":                          false, // everything
+		"/registry/core/":                     false,
+		"/registry/apiextensions.k8s.io/crds": false,
+	} {
+		assert.Equal(t, want, b.owns(key), key)
+	}
+	h.SetResources(registry.NewSet())
+	assert.False(t, b.owns("/registry/core/configmaps/ns/x"), "a kind no longer served is no longer owned")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
@@ -144,16 +145,38 @@ type Change struct {
 	Deleting bool
 }
 
-// Watch reports the writes to r's objects (with r nil: to every stored object, this
-// backend's or not) from now until ctx is done, when the channel closes. It decodes nothing:
-// controllers use it as a trigger and read what they need with List. A watch that fails
-// resumes from the present after reporting one Change with neither flag set for the writes
-// it may have missed.
+// Watch reports the writes to r's objects (with r nil: to the objects of every stored
+// resource served now) from now until ctx is done, when the channel closes. It decodes
+// nothing: controllers use it as a trigger and read what they need with List. A watch that
+// fails resumes from the present after reporting one Change with neither flag set for the
+// writes it may have missed.
 func (c *Client) Watch(ctx context.Context, r *Resource) <-chan Change {
-	keyPrefix := keyRoot
 	if r != nil {
-		keyPrefix = prefix(r, "")
+		return c.watchPrefix(ctx, prefix(r, ""))
 	}
+	// One watch per resource: a service watches only the kinds it owns.
+	out := make(chan Change, 100)
+	var wg sync.WaitGroup
+	for _, r := range c.Resources() {
+		in := c.watchPrefix(ctx, prefix(r, ""))
+		wg.Go(func() {
+			for change := range in {
+				select {
+				case out <- change:
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(out)
+	}()
+	return out
+}
+
+func (c *Client) watchPrefix(ctx context.Context, keyPrefix string) <-chan Change {
 	out := make(chan Change, 100)
 	// Set up before returning: a write made after Watch returns is reported (a controller's
 	// first pass runs after Watch and must not miss the writes that follow it). From the

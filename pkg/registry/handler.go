@@ -53,6 +53,13 @@ func (h *Handler) SetResources(set *Set) {
 // Resources is the served set.
 func (h *Handler) Resources() *Set { return h.set.Load() }
 
+// Owns reports whether key (or a key prefix) belongs to a stored resource of the served set:
+// the backend's storage guard asks it, so that a service stores only the kinds it serves.
+func (h *Handler) Owns(key string) bool {
+	p := resourcePrefixOf(key)
+	return p != "" && h.set.Load().prefixes[p]
+}
+
 // lookup finds the resource of a request; one this backend does not serve is "not served",
 // so the gateway asks the next delegate.
 func (h *Handler) lookup(ctx context.Context, ref *resourcev1.ResourceRef, verb string, allowSub ...string) (*Resource, error) {

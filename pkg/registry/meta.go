@@ -33,15 +33,38 @@ func key(r *Resource, namespace, name string) string {
 
 // prefix is the key prefix of a resource's objects, in one namespace when given.
 func prefix(r *Resource, namespace string) string {
-	g := r.GroupVersion.Group
-	if g == "" {
-		g = "core"
-	}
-	k := keyRoot + g + "/" + r.Name + "/"
+	k := resourcePrefix(r)
 	if r.Namespaced && namespace != "" {
 		k += namespace + "/"
 	}
 	return k
+}
+
+// resourcePrefix is the key prefix of all of a resource's objects.
+func resourcePrefix(r *Resource) string {
+	g := r.GroupVersion.Group
+	if g == "" {
+		g = "core"
+	}
+	return keyRoot + g + "/" + r.Name + "/"
+}
+
+// resourcePrefixOf is the part of a key (or key prefix) that names its resource, as
+// resourcePrefix makes it; "" for a key that names none.
+func resourcePrefixOf(key string) string {
+	rest, ok := strings.CutPrefix(key, keyRoot)
+	if !ok {
+		return ""
+	}
+	group, rest, ok := strings.Cut(rest, "/")
+	if !ok || group == "" {
+		return ""
+	}
+	resource, _, ok := strings.Cut(rest, "/")
+	if !ok || resource == "" {
+		return ""
+	}
+	return keyRoot + group + "/" + resource + "/"
 }
 
 // decodeStored reads a stored object and sets its resourceVersion to the etcd revision.

@@ -237,6 +237,8 @@ func (r *Resource) Discovery() *discoveryv1.Resource {
 type Set struct {
 	order []*Resource
 	byGVR map[schema.GroupVersionResource]*Resource
+	// prefixes are the stored resources' key prefixes (resourcePrefix).
+	prefixes map[string]bool
 
 	v2Once sync.Once
 	v2     []byte
@@ -245,10 +247,13 @@ type Set struct {
 
 // NewSet indexes resources; discovery lists group/versions in the order first seen.
 func NewSet(resources ...*Resource) *Set {
-	s := &Set{byGVR: map[schema.GroupVersionResource]*Resource{}}
+	s := &Set{byGVR: map[schema.GroupVersionResource]*Resource{}, prefixes: map[string]bool{}}
 	for _, r := range resources {
 		s.order = append(s.order, r)
 		s.byGVR[r.GroupVersionResource()] = r
+		if r.stored() {
+			s.prefixes[resourcePrefix(r)] = true
+		}
 	}
 	return s
 }

@@ -20,6 +20,8 @@ var (
 	ErrConflict      = errors.New("the object has been modified")
 	ErrCompacted     = errors.New("resource version compacted")
 	ErrFutureRV      = errors.New("resource version is in the future")
+	// ErrNotOwned refuses a key of a kind another service owns: only the owner stores a kind.
+	ErrNotOwned = errors.New("not owned by this service")
 )
 
 // Store keeps objects as bytes under keys in etcd; an object's resource version is its
@@ -28,10 +30,27 @@ var (
 type Store struct {
 	client *clientv3.Client
 	kv     clientv3.KV // the client's; tests put failures in between
+	owns   func(key string) bool
 }
 
 // NewStore wraps an etcd client.
 func NewStore(c *clientv3.Client) *Store { return &Store{client: c, kv: c} }
+
+// Guarded returns a store that refuses (ErrNotOwned) every key and prefix owns does not
+// claim: a service's store touches only the kinds it serves.
+func (s *Store) Guarded(owns func(key string) bool) *Store {
+	g := *s
+	g.owns = owns
+	return &g
+}
+
+// check refuses a key or prefix the store does not own.
+func (s *Store) check(key string) error {
+	if s.owns != nil && !s.owns(key) {
+		return fmt.Errorf("%w: %s", ErrNotOwned, key)
+	}
+	return nil
+}
 
 // KV is one stored object.
 type KV struct {
@@ -42,6 +61,9 @@ type KV struct {
 
 // Get reads key. rev 0 reads the latest.
 func (s *Store) Get(ctx context.Context, key string, rev int64) (*KV, int64, error) {
+	if err := s.check(key); err != nil {
+		return nil, 0, err
+	}
 	var opts []clientv3.OpOption
 	if rev > 0 {
 		opts = append(opts, clientv3.WithRev(rev))
@@ -61,6 +83,9 @@ func (s *Store) Get(ctx context.Context, key string, rev int64) (*KV, int64, err
 // found by the next is this create's if it was created with this value (values hold the
 // object's UID, so another create's differs).
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	if err := s.check(key); err != nil {
+		return 0, err
+	}
 	return write(ctx, func(ctx context.Context) clientv3.Txn {
 		return s.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
 			Then(clientv3.OpPut(key, string(value))).Else(clientv3.OpGet(key))
@@ -89,6 +114,9 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 // a try, a failed condition may be that try's write: it was if the key's first change after
 // expected wrote this value.
 func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64) (int64, error) {
+	if err := s.check(key); err != nil {
+		return 0, err
+	}
 	return write(ctx, func(ctx context.Context) clientv3.Txn {
 		return s.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", expected)).
 			Then(clientv3.OpPut(key, string(value))).Else(clientv3.OpGet(key))
@@ -99,6 +127,9 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expected i
 // the answer to a try, a failed condition may be that try's delete: it was if the key's first
 // change after expected deleted it.
 func (s *Store) Delete(ctx context.Context, key string, expected int64) (int64, error) {
+	if err := s.check(key); err != nil {
+		return 0, err
+	}
 	cmp := clientv3.Compare(clientv3.ModRevision(key), ">", 0)
 	if expected > 0 {
 		cmp = clientv3.Compare(clientv3.ModRevision(key), "=", expected)
@@ -191,6 +222,9 @@ type ListResult struct {
 // when given), at most limit keys (0: all). Pages of one list use the same revision, so they
 // form a consistent snapshot.
 func (s *Store) List(ctx context.Context, prefix string, rev int64, startKey string, limit int64) (*ListResult, error) {
+	if err := s.check(prefix); err != nil {
+		return nil, err
+	}
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
@@ -284,6 +318,11 @@ func WatchStream(ctx context.Context, name string) context.Context {
 // watch's setup and sends etcd's revision at that moment on created before any event.
 func (s *Store) watch(ctx context.Context, prefix string, rev int64, created chan<- int64) <-chan Event {
 	out := make(chan Event, 100)
+	if err := s.check(prefix); err != nil {
+		out <- Event{Err: err}
+		close(out)
+		return out
+	}
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}

@@ -414,3 +414,42 @@ func TestWatchStreamProgress(t *testing.T) {
 	// Another context of the same stream, as a read's is.
 	awaitProgress(t, ch, func() error { return testStore.RequestProgress(WatchStream(context.Background(), t.Name())) })
 }
+
+// A guarded store touches only what it owns: every operation on another key or prefix is
+// refused with ErrNotOwned before it reaches etcd.
+func TestGuardedStoreRefusesWhatItDoesNotOwn(t *testing.T) {
+	ctx := context.Background()
+	mine := "/guard/mine/"
+	theirs := "/guard/theirs/"
+	_, err := testStore.Create(ctx, theirs+"x", []byte("theirs"))
+	require.NoError(t, err)
+	s := testStore.Guarded(func(key string) bool { return strings.HasPrefix(key, mine) })
+
+	rev, err := s.Create(ctx, mine+"x", []byte("mine"))
+	require.NoError(t, err)
+	_, _, err = s.Get(ctx, mine+"x", 0)
+	require.NoError(t, err)
+	_, err = s.List(ctx, mine, 0, "", 0)
+	require.NoError(t, err)
+
+	_, _, err = s.Get(ctx, theirs+"x", 0)
+	assert.ErrorIs(t, err, ErrNotOwned)
+	_, err = s.Create(ctx, theirs+"y", []byte("y"))
+	assert.ErrorIs(t, err, ErrNotOwned)
+	_, err = s.Update(ctx, theirs+"x", []byte("y"), 0)
+	assert.ErrorIs(t, err, ErrNotOwned)
+	_, err = s.Delete(ctx, theirs+"x", 0)
+	assert.ErrorIs(t, err, ErrNotOwned)
+	_, err = s.List(ctx, theirs, 0, "", 0)
+	assert.ErrorIs(t, err, ErrNotOwned)
+	_, err = s.List(ctx, "/guard/", 0, "", 0)
+	assert.ErrorIs(t, err, ErrNotOwned, "a prefix over another's keys")
+	_, _, err = s.WatchNow(ctx, theirs)
+	assert.ErrorIs(t, err, ErrNotOwned)
+	ev := <-s.Watch(ctx, theirs, rev)
+	assert.ErrorIs(t, ev.Err, ErrNotOwned)
+
+	kv, _, err := testStore.Get(ctx, theirs+"x", 0)
+	require.NoError(t, err)
+	assert.Equal(t, "theirs", string(kv.Value), "nothing was changed")
+}

@@ -15,7 +15,6 @@ import (
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/registry/remote"
-	"github.com/apichain/apichain/pkg/storage"
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/services/aggregator/apiservice"
 	"github.com/apichain/apichain/services/aggregator/proxy"
@@ -58,8 +57,7 @@ func (o *Options) setup(b *backend.Backend) error {
 	}
 	set := registry.NewSet(apiservice.Resource())
 	b.SetOpenAPI(set)
-	store := storage.NewStore(b.Etcd)
-	h := registry.NewHandler(scheme, set, store, b.Stopping())
+	h := registry.NewHandler(scheme, set, b.Store(), b.Stopping())
 	h.WarmUp()
 	b.SetResources(h)
 	client := registry.NewClient(h)

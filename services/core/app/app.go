@@ -74,7 +74,8 @@ func (o *Options) setup(b *backend.Backend) error {
 	escalation := &builtin.Escalation{}
 	set := registry.NewSet(builtin.Resources(builtin.Options{Escalation: escalation, Etcd: b.Etcd, Services: alloc})...)
 	b.SetOpenAPI(set)
-	store := storage.NewStore(b.Etcd)
+	store := b.Store()
+	b.ClaimKeys(servicenet.NodePortKeys)
 	h := registry.NewHandler(scheme, set, store, b.Stopping())
 	h.WarmUp()
 	b.SetResources(h)

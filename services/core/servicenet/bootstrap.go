@@ -132,7 +132,7 @@ func (a *Allocator) repair(ctx context.Context, services *registry.Resource, sus
 			}
 		}
 	}
-	res, err := a.store.List(ctx, nodePortPrefix, 0, "", 0)
+	res, err := a.store.List(ctx, NodePortKeys, 0, "", 0)
 	if err != nil {
 		return err
 	}

@@ -138,10 +138,11 @@ func (a *Allocator) Bind(client *registry.Client, store *storage.Store) error {
 // Network is the configuration allocated from.
 func (a *Allocator) Network() *Network { return a.net }
 
-// nodePortPrefix holds one key per allocated node port, its value the owner ("ns/name").
-const nodePortPrefix = "/registry/apichain/nodeports/"
+// NodePortKeys holds one key per allocated node port, its value the owner ("ns/name"): keys
+// core claims in its storage besides its kinds'.
+const NodePortKeys = "/registry/apichain/nodeports/"
 
-func nodePortKey(port int32) string { return nodePortPrefix + strconv.Itoa(int(port)) }
+func nodePortKey(port int32) string { return NodePortKeys + strconv.Itoa(int(port)) }
 
 // errTaken reports that a requested IP or port is already allocated.
 var errTaken = errors.New("taken")

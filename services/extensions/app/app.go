@@ -12,7 +12,6 @@ import (
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/registry/remote"
-	"github.com/apichain/apichain/pkg/storage"
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/services/extensions/crd"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -35,7 +34,7 @@ func Setup(b *backend.Backend) error {
 	base := crd.Resource()
 	set := registry.NewSet(base)
 	b.SetOpenAPI(set)
-	h := registry.NewHandler(scheme, set, storage.NewStore(b.Etcd), b.Stopping())
+	h := registry.NewHandler(scheme, set, b.Store(), b.Stopping())
 	h.WarmUp()
 	b.SetResources(h)
 	client := registry.NewClient(h)

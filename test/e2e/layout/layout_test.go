@@ -1,16 +1,22 @@
 // Package layout checks apichain's import rules, which keep the split honest: no service
 // imports another (what two share lives in pkg/ or proto/), pkg/ imports no service and no
-// command, and the gateway, which holds no data, links no etcd package.
+// command, the gateway, which holds no data, links no etcd package, and each kind has one
+// owner that stores it.
 package layout
 
 import (
 	"bytes"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
+	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -154,4 +160,66 @@ func TestNoKubeServerMachinery(t *testing.T) {
 			assert.False(t, strings.HasPrefix(p.ImportPath, f), "a binary links %s", p.ImportPath)
 		}
 	}
+}
+
+// One owner per kind: a service stores only the kinds it serves. Its storage is the
+// backend's (backend.Backend.Store), which refuses the keys of any kind the service's
+// ResourceService does not serve (pkg/backend's TestStorageOwnsOnlyWhatTheBackendServes), so
+// no service may open etcd or a store of its own, and each builds one registry handler, the
+// one it serves; the kinds of others it reads through their gRPC API (pkg/registry/remote).
+func TestOneOwnerPerKind(t *testing.T) {
+	forbidden := map[string][]string{
+		module + "pkg/storage":      {"NewStore", "NewClient"},
+		"go.etcd.io/etcd/client/v3": {"New", "NewFromURL", "NewFromURLs"},
+	}
+	handlers := map[string]int{} // service -> registry.NewHandler calls
+	files := 0
+	err := filepath.WalkDir(filepath.Join(repoRoot(), "services"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		files++
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		names := map[string]string{} // local name -> import path
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			name := p[strings.LastIndex(p, "/")+1:]
+			if p == "go.etcd.io/etcd/client/v3" {
+				name = "clientv3"
+			}
+			if imp.Name != nil {
+				name = imp.Name.Name
+			}
+			names[name] = p
+		}
+		rel, _ := filepath.Rel(repoRoot(), path)
+		service := strings.Join(strings.Split(rel, string(filepath.Separator))[:2], "/")
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			x, ok := sel.X.(*ast.Ident)
+			if !ok {
+				return true
+			}
+			if slices.Contains(forbidden[names[x.Name]], sel.Sel.Name) {
+				t.Errorf("%s calls %s.%s: a service's storage is its backend's (backend.Store)", rel, names[x.Name], sel.Sel.Name)
+			}
+			if names[x.Name] == module+"pkg/registry" && sel.Sel.Name == "NewHandler" {
+				handlers[service]++
+			}
+			return true
+		})
+		return nil
+	})
+	require.NoError(t, err)
+	require.Greater(t, files, 50, "the services' sources were read")
+	for _, svc := range []string{"services/core", "services/extensions", "services/aggregator"} {
+		assert.Equal(t, 1, handlers[svc], "%s builds one registry handler, the one it serves", svc)
+	}
+	assert.Zero(t, handlers["services/gateway"], "the gateway stores nothing")
 }
