@@ -8,6 +8,8 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 GRPC_GATEWAY_VERSION := v2.33.0
 X_TOOLS_VERSION := v0.52.0
+# deepcopy-gen, at the release of the k8s.io modules, for the Go types apichain keeps itself.
+CODE_GENERATOR_VERSION := v0.37.2
 # googleapis protos (google/api/*.proto) come from this module's third_party folder via the
 # Go module proxy, so codegen needs no other network source.
 GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
@@ -62,7 +64,7 @@ bench-startup:
 chaos:
 	go test -count=1 -timeout 60m -v -run 'TestCompose' ./test/e2e/
 
-tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-grpc-gateway
+tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-grpc-gateway $(BIN)/deepcopy-gen
 
 $(BIN)/buf:
 	GOBIN=$(BIN) go install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
@@ -72,6 +74,8 @@ $(BIN)/protoc-gen-go-grpc:
 	GOBIN=$(BIN) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 $(BIN)/protoc-gen-grpc-gateway:
 	GOBIN=$(BIN) go install github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway@$(GRPC_GATEWAY_VERSION)
+$(BIN)/deepcopy-gen:
+	GOBIN=$(BIN) go install k8s.io/code-generator/cmd/deepcopy-gen@$(CODE_GENERATOR_VERSION)
 
 googleapis:
 	@dir=$$(cd / && GOWORK=off GOFLAGS=-mod=mod go mod download -json $(GOOGLEAPIS_MODULE) | sed -n 's/.*"Dir": "\(.*\)",/\1/p'); \
@@ -90,11 +94,12 @@ generate: tools googleapis
 	rm -rf gen/apichain
 	buf generate
 	cd pkg && go generate ./openapi
+	cd pkg && deepcopy-gen --output-file zz_generated.deepcopy.go --go-header-file /dev/null ./apiregistration
 
 # CI: the committed generated code must be what `make generate` makes.
 check-generate: generate
-	git diff --exit-code -- gen proto pkg/openapi/zz_generated.tags.go
-	test -z "$$(git status --porcelain -- gen proto pkg/openapi)"
+	git diff --exit-code -- gen proto pkg/openapi/zz_generated.tags.go pkg/apiregistration
+	test -z "$$(git status --porcelain -- gen proto pkg/openapi pkg/apiregistration)"
 
 clean:
 	rm -rf $(BIN) third_party/googleapis

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync/atomic"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -42,11 +41,7 @@ type MutatingPolicies struct {
 	base  *Policies // matching, namespaces and params, as for validating policies
 }
 
-type mutatingPolicyHook struct {
-	policy   *admissionregistrationv1.MutatingAdmissionPolicy
-	bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
-	compiled compiledMutations
-}
+type mutatingPolicyHook = boundPolicy[*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding, compiledMutations]
 
 type compiledMutations struct {
 	matcher  matchconditions.Matcher
@@ -65,27 +60,8 @@ func NewMutatingPolicies(base *Policies) *MutatingPolicies {
 
 // SetPolicies compiles the policies and pairs them with their bindings.
 func (m *MutatingPolicies) SetPolicies(policies []*admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) {
-	sort.Slice(policies, func(i, j int) bool { return policies[i].Name < policies[j].Name })
-	sort.Slice(bindings, func(i, j int) bool { return bindings[i].Name < bindings[j].Name })
-	previous := map[string]*mutatingPolicyHook{}
-	for _, h := range *m.hooks.Load() {
-		previous[h.policy.Name] = h
-	}
-	hooks := make([]*mutatingPolicyHook, 0, len(policies))
-	for _, pol := range policies {
-		h := &mutatingPolicyHook{policy: pol}
-		if old := previous[pol.Name]; old != nil && old.policy.ResourceVersion == pol.ResourceVersion {
-			h.compiled = old.compiled
-		} else {
-			h.compiled = compileMutatingPolicy(pol)
-		}
-		for _, b := range bindings {
-			if b.Spec.PolicyName == pol.Name {
-				h.bindings = append(h.bindings, b)
-			}
-		}
-		hooks = append(hooks, h)
-	}
+	hooks := bindPolicies(policies, bindings, func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) string { return b.Spec.PolicyName },
+		*m.hooks.Load(), compileMutatingPolicy)
 	m.hooks.Store(&hooks)
 }
 

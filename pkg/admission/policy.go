@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync/atomic"
 
@@ -39,11 +38,7 @@ type Policies struct {
 	log        *slog.Logger
 }
 
-type policyHook struct {
-	policy    *admissionregistrationv1.ValidatingAdmissionPolicy
-	bindings  []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	validator validating.Validator
-}
+type policyHook = boundPolicy[*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding, validating.Validator]
 
 // NewPolicies returns policy admission with no policies yet; params are read through the
 // given clients.
@@ -55,27 +50,8 @@ func NewPolicies(namespaces NamespaceGetter, log *slog.Logger, params ...*regist
 
 // SetPolicies compiles the policies and pairs them with their bindings.
 func (p *Policies) SetPolicies(policies []*admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
-	sort.Slice(policies, func(i, j int) bool { return policies[i].Name < policies[j].Name })
-	sort.Slice(bindings, func(i, j int) bool { return bindings[i].Name < bindings[j].Name })
-	previous := map[string]*policyHook{}
-	for _, h := range *p.hooks.Load() {
-		previous[h.policy.Name] = h
-	}
-	hooks := make([]*policyHook, 0, len(policies))
-	for _, pol := range policies {
-		h := &policyHook{policy: pol}
-		if old := previous[pol.Name]; old != nil && old.policy.ResourceVersion == pol.ResourceVersion {
-			h.validator = old.validator // unchanged: no recompilation
-		} else {
-			h.validator = compilePolicy(pol)
-		}
-		for _, b := range bindings {
-			if b.Spec.PolicyName == pol.Name {
-				h.bindings = append(h.bindings, b)
-			}
-		}
-		hooks = append(hooks, h)
-	}
+	hooks := bindPolicies(policies, bindings, func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) string { return b.Spec.PolicyName },
+		*p.hooks.Load(), compilePolicy)
 	p.hooks.Store(&hooks)
 }
 
@@ -184,7 +160,7 @@ func (p *Policies) Validate(ctx context.Context, a admission.Attributes) error {
 				}
 			}
 			for _, param := range params {
-				res := h.validator.Validate(ctx, matchedResource, va, param, ns, celconfig.RuntimeCELCostBudget, nil)
+				res := h.compiled.Validate(ctx, matchedResource, va, param, ns, celconfig.RuntimeCELCostBudget, nil)
 				for i, d := range res.Decisions {
 					if d.Action != validating.ActionDeny {
 						continue

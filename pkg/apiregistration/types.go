@@ -1,7 +1,3 @@
-// Package apiregistration holds the wire types of apiregistration.k8s.io/v1, the APIService
-// objects the aggregator serves: field for field what kube's aggregator reads and writes (JSON
-// names, OpenAPI model names), as apichain's own Go types. k8s.io/api has no such types, and
-// the server machinery that does (k8s.io/kube-aggregator) is not a dependency apichain takes.
 package apiregistration
 
 import (
@@ -25,6 +21,8 @@ func AddToScheme(s *runtime.Scheme) error {
 
 // APIService says which server serves a group/version: a local one (no service) or the
 // Service in front of an aggregated API server.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type APIService struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -34,6 +32,8 @@ type APIService struct {
 }
 
 // APIServiceList is a list of APIServices.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type APIServiceList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`

@@ -18,6 +18,7 @@ import (
 	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/healthz"
 	"github.com/apichain/apichain/pkg/lifecycle"
+	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/routing"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/storage"
@@ -156,6 +157,21 @@ func (b *Backend) SetOpenAPI(src OpenAPISource) {
 
 // SetResources installs the ResourceService implementation (default: nothing is served).
 func (b *Backend) SetResources(r resourcev1.ResourceServiceServer) { b.resources = r }
+
+// InstallRegistry serves set's resources from a registry handler on the backend's storage:
+// its ResourceService and OpenAPI documents, and its watch caches once it has started
+// (post-start hook start-watch-cache; caches fill on first use and stop when shutdown starts,
+// which moves watchers to other replicas early).
+func (b *Backend) InstallRegistry(scheme *registry.Scheme, set *registry.Set) (*registry.Handler, error) {
+	b.SetOpenAPI(set)
+	h := registry.NewHandler(scheme, set, b.store, b.Stopping())
+	h.WarmUp()
+	b.SetResources(h)
+	return h, b.Server.AddPostStartHook("start-watch-cache", func(ctx context.Context) error {
+		h.EnableWatchCache(ctx, b.Log)
+		return nil
+	})
+}
 
 // Store is the backend's storage in etcd. It touches only the keys of the kinds the
 // backend's ResourceService stores (a registry.Handler's, as they change) and those claimed

@@ -225,20 +225,6 @@ func objectRef(r *Resource, namespace, name string) *resourcev1.ResourceRef {
 		Namespace: namespace, Name: name}
 }
 
-// drain takes the changes already reported; false when the channel closed.
-func drain(changes <-chan Change) bool {
-	for {
-		select {
-		case _, ok := <-changes:
-			if !ok {
-				return false
-			}
-		default:
-			return true
-		}
-	}
-}
-
 // Rewrite changes the stored object with mutate and writes it as it is, conditional on the
 // revision read and retried when that lost a race: kube's GuaranteedUpdate, for writes that
 // bypass admission and the update strategy (a pod's binding sets spec.nodeName and a status

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/apichain/apichain/pkg/controller"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -31,29 +33,8 @@ type Source interface {
 
 var _ Source = (*Client)(nil)
 
-// Reconcile runs pass now, after changes to r's objects in src, and every resync, until ctx
-// ends: the loop of a controller that recomputes what it owns from what it reads. Changes
-// reported while a pass runs lead to one more pass, not one each (a fresh cluster's bootstrap
-// writes some 70 cluster roles at once). A pass that fails (etcd or the owner not ready yet at
-// startup) runs again within a second, not at the next change.
+// Reconcile is controller.Loop triggered by changes to r's objects in src: the loop of a
+// controller that recomputes what it owns from one kind.
 func Reconcile(ctx context.Context, src Source, r *Resource, resync time.Duration, pass func(context.Context) error) {
-	changes := src.Watch(ctx, r)
-	t := time.NewTicker(resync)
-	defer t.Stop()
-	for {
-		var again <-chan time.Time // nil: no retry
-		if err := pass(ctx); err != nil {
-			again = time.After(time.Second)
-		}
-		select {
-		case <-again:
-		case <-ctx.Done():
-			return
-		case _, ok := <-changes:
-			if !ok || !drain(changes) {
-				return
-			}
-		case <-t.C:
-		}
-	}
+	controller.Loop(ctx, resync, pass, src.Watch(ctx, r))
 }

@@ -7,6 +7,7 @@ package garbagecollector
 
 import (
 	"context"
+	"github.com/apichain/apichain/pkg/controller"
 	"log/slog"
 	"slices"
 	"time"
@@ -20,25 +21,18 @@ import (
 )
 
 // Run collects garbage until ctx is done: a pass runs after deletions (and marks for
-// deletion) and every resync. Passes are idempotent, so every replica may run one.
+// deletion) and every resync, not at start, where it would list every object while the
+// server starts. Passes are idempotent, so every replica may run one.
 func Run(ctx context.Context, c *registry.Client, log *slog.Logger, resync time.Duration) {
-	changes := c.Watch(ctx, nil)
-	tick := time.NewTicker(resync)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ch := <-changes:
-			// Deletions, and owners marked for deletion, are what can make work.
-			if !ch.Deleted && !ch.Deleting {
-				continue
-			}
-			coalesce(changes)
-		case <-tick.C:
+	deletions := controller.Filter(ctx, c.Watch(ctx, nil), func(ch registry.Change) bool { return ch.Deleted || ch.Deleting })
+	started := false
+	controller.Loop(ctx, resync, func(ctx context.Context) error {
+		if started {
+			collect(ctx, c, log)
 		}
-		collect(ctx, c, log)
-	}
+		started = true
+		return nil
+	}, deletions)
 }
 
 type object struct {
@@ -150,19 +144,5 @@ func removeFinalizer(ctx context.Context, c *registry.Client, log *slog.Logger, 
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
 		log.Warn("garbage collector: finalize", "resource", o.r.Name, "name", o.acc.GetName(), "err", err)
-	}
-}
-
-// coalesce drops the changes already queued: one pass handles them all.
-func coalesce(changes <-chan registry.Change) {
-	for {
-		select {
-		case _, ok := <-changes:
-			if !ok {
-				return
-			}
-		default:
-			return
-		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/apichain/apichain/pkg/controller"
 	"log/slog"
 	"slices"
 	"sort"
@@ -80,9 +81,7 @@ func (c *Controller) Run(ctx context.Context, resync time.Duration) {
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 		return
 	}
-	t := time.NewTicker(resync)
-	defer t.Stop()
-	for {
+	controller.Loop(ctx, resync, func(ctx context.Context) error {
 		var found discovered // once per pass, however many namespaces wait
 		for _, o := range informer.GetStore().List() {
 			ns := o.(*corev1.Namespace)
@@ -93,13 +92,8 @@ func (c *Controller) Run(ctx context.Context, resync time.Duration) {
 				c.log.Warn("namespace deletion", "namespace", ns.Name, "err", err)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-changed:
-		case <-t.C:
-		}
-	}
+		return nil // a namespace that waits is synced again at its next change or the resync
+	}, changed)
 }
 
 // errRemaining: content remains, the namespace waits.

@@ -7,6 +7,7 @@ package podgc
 
 import (
 	"context"
+	"github.com/apichain/apichain/pkg/controller"
 	"log/slog"
 	"time"
 
@@ -31,18 +32,13 @@ func Run(ctx context.Context, c *registry.Client, log *slog.Logger, period, quar
 		return
 	}
 	gc := &collector{c: c, pods: pods, nodes: nodes, quarantine: quarantine, missing: map[string]time.Time{}, now: time.Now}
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		if err := gc.pass(ctx); err != nil && ctx.Err() == nil {
+	controller.Loop[struct{}](ctx, period, func(ctx context.Context) error {
+		err := gc.pass(ctx)
+		if err != nil && ctx.Err() == nil {
 			log.Warn("pod garbage collection", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+		return err
+	})
 }
 
 type collector struct {

@@ -5,6 +5,7 @@ package resourcequota
 
 import (
 	"context"
+	"github.com/apichain/apichain/pkg/controller"
 	"log/slog"
 	"time"
 
@@ -24,27 +25,13 @@ func Run(ctx context.Context, c *registry.Client, log *slog.Logger, resync time.
 	}
 	reg := admission.QuotaRegistry(c)
 	ctx = registry.WithFieldManager(ctx, "kube-controller-manager")
-	changes := c.Watch(ctx, nil)
-	t := time.NewTicker(resync)
-	defer t.Stop()
-	for {
-		if err := recount(ctx, c, r, reg); err != nil && ctx.Err() == nil {
+	controller.Loop(ctx, resync, func(ctx context.Context) error {
+		err := recount(ctx, c, r, reg)
+		if err != nil && ctx.Err() == nil {
 			log.Warn("resource quota usage", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case _, ok := <-changes:
-			if !ok {
-				return
-			}
-			time.Sleep(100 * time.Millisecond) // let a burst of writes land, then count once
-			for len(changes) > 0 {
-				<-changes
-			}
-		case <-t.C:
-		}
-	}
+		return err
+	}, controller.Settle(ctx, c.Watch(ctx, nil), 100*time.Millisecond)) // a burst of writes lands, then one count
 }
 
 func recount(ctx context.Context, c *registry.Client, r *registry.Resource, reg quota.Registry) error {

@@ -6,6 +6,7 @@ package serviceaccount
 
 import (
 	"context"
+	"github.com/apichain/apichain/pkg/controller"
 	"log/slog"
 	"time"
 
@@ -40,8 +41,7 @@ func Run(ctx context.Context, c *registry.Client, caPEM []byte, log *slog.Logger
 		}
 		return err
 	}
-	go registry.Reconcile(ctx, c, sa, resync, pass)
-	registry.Reconcile(ctx, c, ns, resync, pass)
+	controller.Loop(ctx, resync, pass, c.Watch(ctx, sa), c.Watch(ctx, ns))
 }
 
 func ensure(ctx context.Context, c *registry.Client, nsR, saR, cmR *registry.Resource, caPEM []byte) error {

@@ -7,8 +7,10 @@ package volumeprotection
 
 import (
 	"context"
+	"github.com/apichain/apichain/pkg/controller"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/apichain/apichain/pkg/registry"
@@ -33,29 +35,17 @@ func Run(ctx context.Context, c *registry.Client, log *slog.Logger, resync time.
 	if !ok1 || !ok2 || !ok3 {
 		return
 	}
-	claimChanges, volumeChanges, podChanges := c.Watch(ctx, pvcs), c.Watch(ctx, pvs), c.Watch(ctx, pods)
-	t := time.NewTicker(resync)
-	defer t.Stop()
-	for {
-		waiting, err := pass(ctx, c, pvcs, pvs, pods)
+	// A pod write matters only while a claim being deleted is in use.
+	var waiting atomic.Bool
+	podChanges := controller.Filter(ctx, c.Watch(ctx, pods), func(registry.Change) bool { return waiting.Load() })
+	controller.Loop(ctx, resync, func(ctx context.Context) error {
+		w, err := pass(ctx, c, pvcs, pvs, pods)
+		waiting.Store(w)
 		if err != nil && ctx.Err() == nil {
 			log.Warn("volume protection", "err", err)
 		}
-		for again := false; !again; {
-			select {
-			case <-ctx.Done():
-				return
-			case <-claimChanges:
-				again = true
-			case <-volumeChanges:
-				again = true
-			case <-podChanges:
-				again = waiting || err != nil // a pod write matters only to a claim in use (or a failed pass)
-			case <-t.C:
-				again = true
-			}
-		}
-	}
+		return err
+	}, c.Watch(ctx, pvcs), c.Watch(ctx, pvs), podChanges)
 }
 
 // pass unprotects what it may; waiting says a claim being deleted is still in use.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/apichain/apichain/pkg/controller"
 	"log/slog"
 	"maps"
 	"slices"
@@ -51,24 +52,13 @@ func NewAutoRegister(apiservices *registry.Client, crds registry.Source, log *sl
 func (a *AutoRegister) Run(ctx context.Context, resync time.Duration) {
 	apiservices, _ := a.apiservices.Lookup(apiregistration.SchemeGroupVersion.WithResource("apiservices"))
 	crds, _ := a.crds.Lookup(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions"))
-	apiChanges, crdChanges := a.apiservices.Watch(ctx, apiservices), a.crds.Watch(ctx, crds)
-	t := time.NewTicker(resync)
-	defer t.Stop()
-	for {
-		var again <-chan time.Time
-		if err := a.pass(ctx, apiservices, crds); err != nil && ctx.Err() == nil {
+	controller.Loop(ctx, resync, func(ctx context.Context) error {
+		err := a.pass(ctx, apiservices, crds)
+		if err != nil && ctx.Err() == nil {
 			a.log.Warn("APIService registration", "err", err)
-			again = time.After(time.Second)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-again:
-		case <-apiChanges:
-		case <-crdChanges:
-		case <-t.C:
-		}
-	}
+		return err
+	}, a.apiservices.Watch(ctx, apiservices), a.crds.Watch(ctx, crds))
 }
 
 // desired are the APIServices that should exist, by name.

@@ -3,6 +3,7 @@ package apiservice
 import (
 	"context"
 	"fmt"
+	"github.com/apichain/apichain/pkg/controller"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -35,41 +36,16 @@ func RunAvailability(ctx context.Context, c *registry.Client, remote Remote, tri
 	if !ok {
 		return
 	}
-	changes, triggered := c.Watch(ctx, r), merge(triggers)
-	t := time.NewTicker(resync)
-	defer t.Stop()
-	for {
-		if err := availabilityPass(ctx, c, r, remote, log); err != nil && ctx.Err() == nil {
+	controller.Loop(ctx, resync, func(ctx context.Context) error {
+		err := availabilityPass(ctx, c, r, remote, log)
+		if err != nil && ctx.Err() == nil {
 			log.Warn("APIService availability", "err", err)
 		}
 		if passed != nil {
 			passed() // readiness may follow (autoregister-completion)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-changes:
-		case <-t.C:
-		case <-triggered:
-		}
-	}
-}
-
-// merge turns several change streams into one trigger (a pending trigger absorbs more); its
-// goroutines end as the streams close with their context.
-func merge(chans []<-chan registry.Change) <-chan struct{} {
-	out := make(chan struct{}, 1)
-	for _, ch := range chans {
-		go func() {
-			for range ch {
-				select {
-				case out <- struct{}{}:
-				default:
-				}
-			}
-		}()
-	}
-	return out
+		return err
+	}, append(triggers, c.Watch(ctx, r))...)
 }
 
 func availabilityPass(ctx context.Context, c *registry.Client, r *registry.Resource, remote Remote, log *slog.Logger) error {

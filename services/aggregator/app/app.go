@@ -55,11 +55,10 @@ func (o *Options) setup(b *backend.Backend) error {
 	if err != nil {
 		return err
 	}
-	set := registry.NewSet(apiservice.Resource())
-	b.SetOpenAPI(set)
-	h := registry.NewHandler(scheme, set, b.Store(), b.Stopping())
-	h.WarmUp()
-	b.SetResources(h)
+	h, err := b.InstallRegistry(scheme, registry.NewSet(apiservice.Resource()))
+	if err != nil {
+		return err
+	}
 	client := registry.NewClient(h)
 	// What the aggregator only reads, copied through the owners' gRPC API: admission's
 	// configurations, namespaces, and the Services and EndpointSlices aggregated servers are
@@ -80,14 +79,8 @@ func (o *Options) setup(b *backend.Backend) error {
 		return err
 	}
 	b.Server.AddHealthChecks(apiservice.Completion(client))
-	if err := b.Server.AddPostStartHook("kube-apiserver-autoregistration", func(ctx context.Context) error {
+	return b.Server.AddPostStartHook("kube-apiserver-autoregistration", func(ctx context.Context) error {
 		go apiservice.NewAutoRegister(client, crds, b.Log).Run(ctx, 5*time.Minute)
-		return nil
-	}); err != nil {
-		return err
-	}
-	return b.Server.AddPostStartHook("start-watch-cache", func(ctx context.Context) error {
-		h.EnableWatchCache(ctx, b.Log)
 		return nil
 	})
 }

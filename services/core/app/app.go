@@ -13,6 +13,7 @@ import (
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	"github.com/apichain/apichain/pkg/admission"
 	"github.com/apichain/apichain/pkg/backend"
+	"github.com/apichain/apichain/pkg/controller"
 	"github.com/apichain/apichain/pkg/controller/clusterroleaggregation"
 	"github.com/apichain/apichain/pkg/controller/garbagecollector"
 	"github.com/apichain/apichain/pkg/controller/podgc"
@@ -59,7 +60,7 @@ func Served() []*discoveryv1.GroupVersion {
 	return registry.NewSet(builtin.Resources(builtin.Options{})...).Served()
 }
 
-// setup installs core's resources and hooks on b.
+// setup installs core's resources, admission and post-start hooks on b.
 func (o *Options) setup(b *backend.Backend) error {
 	scheme, err := builtin.NewScheme()
 	if err != nil {
@@ -73,149 +74,109 @@ func (o *Options) setup(b *backend.Backend) error {
 	alloc := servicenet.NewAllocator(network)
 	escalation := &builtin.Escalation{}
 	set := registry.NewSet(builtin.Resources(builtin.Options{Escalation: escalation, Etcd: b.Etcd, Services: alloc})...)
-	b.SetOpenAPI(set)
-	store := b.Store()
+	h, err := b.InstallRegistry(scheme, set)
+	if err != nil {
+		return err
+	}
 	b.ClaimKeys(servicenet.NodePortKeys)
-	h := registry.NewHandler(scheme, set, store, b.Stopping())
-	h.WarmUp()
-	b.SetResources(h)
 	client := registry.NewClient(h) // what the controllers read and write through
 	escalation.Policy = builtin.PolicyFrom(client)
-	if err := alloc.Bind(client, store); err != nil {
+	if err := alloc.Bind(client, b.Store()); err != nil {
 		return err
 	}
 	if err := admission.Install(b, h, client, client); err != nil {
-		return err
-	}
-	if err := b.Server.AddPostStartHook("start-system-namespaces-controller", func(ctx context.Context) error {
-		if err := storage.WaitReady(ctx, b.Etcd); err != nil {
-			return err
-		}
-		if err := h.EnsureNamespaces(ctx, registry.SystemNamespaces); err != nil {
-			return err
-		}
-		// As kube's controller: every minute, recreate any that went missing.
-		go func() {
-			t := time.NewTicker(time.Minute)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					if err := h.EnsureNamespaces(ctx, registry.SystemNamespaces); err != nil {
-						b.Log.Warn("system namespaces", "err", err)
-					}
-				}
-			}
-		}()
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := b.Server.AddPostStartHook("bootstrap-controller", func(ctx context.Context) error {
-		if err := storage.WaitReady(ctx, b.Etcd); err != nil {
-			return err
-		}
-		if err := h.EnsureNamespaces(ctx, registry.SystemNamespaces); err != nil {
-			return err
-		}
-		if err := alloc.EnsureDefaults(ctx, o.KubernetesServicePort); err != nil {
-			return err
-		}
-		go alloc.Repair(ctx, b.Log, 3*time.Minute)
-		// The gateways are the API servers: their published addresses are the
-		// default/kubernetes endpoints, reconciled every 10 s (kube's interval) and when a
-		// gateway comes, goes or starts shutting down.
-		gateways := b.Instances()
-		changed := make(chan struct{}, 1)
-		gateways.OnChange(func() {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		})
-		go servicenet.NewEndpointAddresses(client, func() []string { return gatewayAddresses(gateways) }).Run(ctx, changed, 10*time.Second, b.Log)
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := b.Server.AddPostStartHook("rbac/bootstrap-roles", func(ctx context.Context) error {
-		if err := storage.WaitReady(ctx, b.Etcd); err != nil {
-			return err
-		}
-		// The default roles include some in kube-system and kube-public.
-		return bootstrap.Ensure(ctx, client, func(ctx context.Context) error {
-			return h.EnsureNamespaces(ctx, registry.SystemNamespaces)
-		})
-	}); err != nil {
-		return err
-	}
-	if err := b.Server.AddPostStartHook("scheduling/bootstrap-system-priority-classes", func(ctx context.Context) error {
-		if err := storage.WaitReady(ctx, b.Etcd); err != nil {
-			return err
-		}
-		return bootstrap.EnsureObjects(ctx, client, schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"), builtin.SystemPriorityClasses())
-	}); err != nil {
-		return err
-	}
-	if err := b.Server.AddPostStartHook("priority-and-fairness-config-producer", func(ctx context.Context) error {
-		return bootstrap.EnsureFlowControl(ctx, client, b.Log, builtin.DefaultFlowControl)
-	}); err != nil {
-		return err
-	}
-	if err := b.Server.AddPostStartHook("start-clusterrole-aggregation-controller", func(ctx context.Context) error {
-		go clusterroleaggregation.Run(ctx, client, b.Log, 5*time.Minute)
-		return nil
-	}); err != nil {
 		return err
 	}
 	ca, err := b.ClientCA()
 	if err != nil {
 		return err
 	}
-	if err := b.Server.AddPostStartHook("start-serviceaccount-controller", func(ctx context.Context) error {
-		go serviceaccount.Run(ctx, client, ca, b.Log, 30*time.Second)
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := b.Server.AddPostStartHook("start-volume-protection-controllers", func(ctx context.Context) error {
-		go volumeprotection.Run(ctx, client, b.Log, 30*time.Second)
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := b.Server.AddPostStartHook("start-pod-gc-controller", func(ctx context.Context) error {
-		go podgc.Run(ctx, client, b.Log, 20*time.Second, podgc.Quarantine)
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := b.Server.AddPostStartHook("start-resourcequota-controller", func(ctx context.Context) error {
-		go resourcequota.Run(ctx, client, b.Log, 30*time.Second)
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := b.Server.AddPostStartHook("start-validatingadmissionpolicy-status-controller", func(ctx context.Context) error {
-		go policystatus.Run(ctx, client, set.OpenAPIV2, b.Log, 5*time.Minute)
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := b.Server.AddPostStartHook("start-watch-cache", func(ctx context.Context) error {
-		// Caches fill on first use and stop when shutdown starts, which moves watchers to
-		// other replicas early.
-		h.EnableWatchCache(ctx, b.Log)
-		return nil
-	}); err != nil {
-		return err
-	}
-	return b.Server.AddPostStartHook("start-garbage-collector", func(ctx context.Context) error {
-		go garbagecollector.Run(ctx, client, b.Log, 30*time.Second)
-		return nil
+	systemNamespaces := func(ctx context.Context) error { return h.EnsureNamespaces(ctx, registry.SystemNamespaces) }
+	// The gateways are the API servers: their published addresses are the default/kubernetes
+	// endpoints, reconciled every 10 s (kube's interval) and when a gateway comes, goes or
+	// starts shutting down.
+	gateways := b.Instances()
+	gatewaysChanged := make(chan struct{}, 1)
+	gateways.OnChange(func() {
+		select {
+		case gatewaysChanged <- struct{}{}:
+		default:
+		}
 	})
+	// kube-apiserver's post-start hooks that core has, by kube's names. Those that write
+	// bootstrap objects wait for etcd first; controllers run in the background.
+	hooks := []struct {
+		name string
+		run  func(ctx context.Context) error
+	}{
+		// As kube's controller: now, and every minute, recreate any that went missing.
+		{"start-system-namespaces-controller", afterEtcd(b, func(ctx context.Context) error {
+			if err := systemNamespaces(ctx); err != nil {
+				return err
+			}
+			go controller.Loop[struct{}](ctx, time.Minute, func(ctx context.Context) error {
+				err := systemNamespaces(ctx)
+				if err != nil && ctx.Err() == nil {
+					b.Log.Warn("system namespaces", "err", err)
+				}
+				return err
+			})
+			return nil
+		})},
+		{"bootstrap-controller", afterEtcd(b, func(ctx context.Context) error {
+			if err := systemNamespaces(ctx); err != nil {
+				return err
+			}
+			if err := alloc.EnsureDefaults(ctx, o.KubernetesServicePort); err != nil {
+				return err
+			}
+			go alloc.Repair(ctx, b.Log, 3*time.Minute)
+			go servicenet.NewEndpointAddresses(client, func() []string { return gatewayAddresses(gateways) }).Run(ctx, gatewaysChanged, 10*time.Second, b.Log)
+			return nil
+		})},
+		// The default roles include some in kube-system and kube-public.
+		{"rbac/bootstrap-roles", afterEtcd(b, func(ctx context.Context) error { return bootstrap.Ensure(ctx, client, systemNamespaces) })},
+		{"scheduling/bootstrap-system-priority-classes", afterEtcd(b, func(ctx context.Context) error {
+			return bootstrap.EnsureObjects(ctx, client, schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"), builtin.SystemPriorityClasses())
+		})},
+		{"priority-and-fairness-config-producer", func(ctx context.Context) error {
+			return bootstrap.EnsureFlowControl(ctx, client, b.Log, builtin.DefaultFlowControl)
+		}},
+		{"start-clusterrole-aggregation-controller", background(func(ctx context.Context) { clusterroleaggregation.Run(ctx, client, b.Log, 5*time.Minute) })},
+		{"start-serviceaccount-controller", background(func(ctx context.Context) { serviceaccount.Run(ctx, client, ca, b.Log, 30*time.Second) })},
+		{"start-volume-protection-controllers", background(func(ctx context.Context) { volumeprotection.Run(ctx, client, b.Log, 30*time.Second) })},
+		{"start-pod-gc-controller", background(func(ctx context.Context) { podgc.Run(ctx, client, b.Log, 20*time.Second, podgc.Quarantine) })},
+		{"start-resourcequota-controller", background(func(ctx context.Context) { resourcequota.Run(ctx, client, b.Log, 30*time.Second) })},
+		{"start-validatingadmissionpolicy-status-controller", background(func(ctx context.Context) {
+			policystatus.Run(ctx, client, set.OpenAPIV2, b.Log, 5*time.Minute)
+		})},
+		{"start-garbage-collector", background(func(ctx context.Context) { garbagecollector.Run(ctx, client, b.Log, 30*time.Second) })},
+	}
+	for _, hook := range hooks {
+		if err := b.Server.AddPostStartHook(hook.name, hook.run); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// background is a hook that starts run and returns: a controller, which runs until the
+// hook's context ends.
+func background(run func(ctx context.Context)) func(context.Context) error {
+	return func(ctx context.Context) error {
+		go run(ctx)
+		return nil
+	}
+}
+
+// afterEtcd is a hook that runs hook once etcd answers (a bootstrap write).
+func afterEtcd(b *backend.Backend, hook func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := storage.WaitReady(ctx, b.Etcd); err != nil {
+			return err
+		}
+		return hook(ctx)
+	}
 }
 
 // gatewayAddresses are the addresses of the gateways that listen and are not shutting down.

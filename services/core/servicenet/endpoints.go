@@ -3,6 +3,7 @@ package servicenet
 import (
 	"context"
 	"fmt"
+	"github.com/apichain/apichain/pkg/controller"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -39,19 +40,13 @@ func NewEndpointAddresses(client *registry.Client, addresses func() []string) *E
 
 // Run reconciles now, on every signal from changed and every interval, until ctx ends.
 func (e *EndpointAddresses) Run(ctx context.Context, changed <-chan struct{}, interval time.Duration, log *slog.Logger) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if err := e.Reconcile(ctx); err != nil && ctx.Err() == nil {
+	controller.Loop(ctx, interval, func(ctx context.Context) error {
+		err := e.Reconcile(ctx)
+		if err != nil && ctx.Err() == nil {
 			log.Warn("default/kubernetes endpoints", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-changed:
-		case <-t.C:
-		}
-	}
+		return err
+	}, changed)
 }
 
 // endpoint is an address the endpoints list, with its port.

@@ -32,11 +32,10 @@ func Setup(b *backend.Backend) error {
 		return err
 	}
 	base := crd.Resource()
-	set := registry.NewSet(base)
-	b.SetOpenAPI(set)
-	h := registry.NewHandler(scheme, set, b.Store(), b.Stopping())
-	h.WarmUp()
-	b.SetResources(h)
+	h, err := b.InstallRegistry(scheme, registry.NewSet(base))
+	if err != nil {
+		return err
+	}
 	client := registry.NewClient(h)
 	// Admission reads core's configurations and namespaces from a copy of them, kept through
 	// core's gRPC API.
@@ -74,18 +73,12 @@ func Setup(b *backend.Backend) error {
 	}
 	// As kube's: not ready before the established CRDs' resources are served (and announced),
 	// so a restarted replica takes no custom resource request it would not know.
-	if err := b.Server.AddPostStartHook("crd-informer-synced", func(ctx context.Context) error {
+	return b.Server.AddPostStartHook("crd-informer-synced", func(ctx context.Context) error {
 		select {
 		case <-synced:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-	}); err != nil {
-		return err
-	}
-	return b.Server.AddPostStartHook("start-watch-cache", func(ctx context.Context) error {
-		h.EnableWatchCache(ctx, b.Log)
-		return nil
 	})
 }

@@ -74,16 +74,6 @@ func (c serviceCheck) Note() string {
 	return fmt.Sprintf("%d/%d instances ready", c.ready(), len(c.insts))
 }
 
-type remoteCheck struct {
-	name string
-	err  error
-	note string
-}
-
-func (c remoteCheck) Name() string              { return c.name }
-func (c remoteCheck) Check(*http.Request) error { return c.err }
-func (c remoteCheck) Note() string              { return c.note }
-
 // instanceChecks merges the instances' checks by name, in the first instance's order.
 func instanceChecks(svc string, insts []*lifecyclev1.InstanceState) []healthz.Checker {
 	type merged struct {
@@ -132,7 +122,7 @@ func instanceChecks(svc string, insts []*lifecyclev1.InstanceState) []healthz.Ch
 		if !m.ok {
 			err = errors.New(strings.Join(m.errs, "; "))
 		}
-		out = append(out, remoteCheck{name: svc + "/" + name, err: err, note: strings.Join(append(m.durations, m.notes...), ", ")})
+		out = append(out, healthz.Result{CheckName: svc + "/" + name, Err: err, NoteText: strings.Join(append(m.durations, m.notes...), ", ")})
 	}
 	return out
 }

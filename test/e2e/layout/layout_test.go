@@ -165,14 +165,16 @@ func TestNoKubeServerMachinery(t *testing.T) {
 // One owner per kind: a service stores only the kinds it serves. Its storage is the
 // backend's (backend.Backend.Store), which refuses the keys of any kind the service's
 // ResourceService does not serve (pkg/backend's TestStorageOwnsOnlyWhatTheBackendServes), so
-// no service may open etcd or a store of its own, and each builds one registry handler, the
-// one it serves; the kinds of others it reads through their gRPC API (pkg/registry/remote).
+// no service may open etcd, a store or a registry handler of its own: each installs one
+// registry, the one it serves (backend.InstallRegistry), and reads the kinds of others
+// through their gRPC API (pkg/registry/remote).
 func TestOneOwnerPerKind(t *testing.T) {
 	forbidden := map[string][]string{
 		module + "pkg/storage":      {"NewStore", "NewClient"},
+		module + "pkg/registry":     {"NewHandler"},
 		"go.etcd.io/etcd/client/v3": {"New", "NewFromURL", "NewFromURLs"},
 	}
-	handlers := map[string]int{} // service -> registry.NewHandler calls
+	registries := map[string]int{} // service -> InstallRegistry calls
 	files := 0
 	err := filepath.WalkDir(filepath.Join(repoRoot(), "services"), func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
@@ -198,6 +200,9 @@ func TestOneOwnerPerKind(t *testing.T) {
 		rel, _ := filepath.Rel(repoRoot(), path)
 		service := strings.Join(strings.Split(rel, string(filepath.Separator))[:2], "/")
 		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "InstallRegistry" {
+				registries[service]++
+			}
 			sel, ok := n.(*ast.SelectorExpr)
 			if !ok {
 				return true
@@ -207,10 +212,7 @@ func TestOneOwnerPerKind(t *testing.T) {
 				return true
 			}
 			if slices.Contains(forbidden[names[x.Name]], sel.Sel.Name) {
-				t.Errorf("%s calls %s.%s: a service's storage is its backend's (backend.Store)", rel, names[x.Name], sel.Sel.Name)
-			}
-			if names[x.Name] == module+"pkg/registry" && sel.Sel.Name == "NewHandler" {
-				handlers[service]++
+				t.Errorf("%s calls %s.%s: a service's storage and registry are its backend's (backend.InstallRegistry)", rel, names[x.Name], sel.Sel.Name)
 			}
 			return true
 		})
@@ -219,7 +221,7 @@ func TestOneOwnerPerKind(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, files, 50, "the services' sources were read")
 	for _, svc := range []string{"services/core", "services/extensions", "services/aggregator"} {
-		assert.Equal(t, 1, handlers[svc], "%s builds one registry handler, the one it serves", svc)
+		assert.Equal(t, 1, registries[svc], "%s installs one registry, the one it serves", svc)
 	}
-	assert.Zero(t, handlers["services/gateway"], "the gateway stores nothing")
+	assert.Zero(t, registries["services/gateway"], "the gateway stores nothing")
 }
