@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +30,8 @@ type owner struct {
 	stored  map[string]*corev1.ConfigMap
 	events  chan *resourcev1.WatchResponse
 	gets    int
+	lists   int
+	watches []string // the resourceVersion each watch started from
 	changed chan struct{}
 }
 
@@ -48,6 +52,7 @@ func body(t *testing.T, obj any) *resourcev1.Body {
 func (o *owner) List(context.Context, *resourcev1.ListRequest) (*resourcev1.ListResponse, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.lists++
 	list := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: "10"}}
 	for _, cm := range o.stored {
 		list.Items = append(list.Items, *cm)
@@ -56,7 +61,10 @@ func (o *owner) List(context.Context, *resourcev1.ListRequest) (*resourcev1.List
 	return &resourcev1.ListResponse{Body: &resourcev1.Body{Data: data}}, nil
 }
 
-func (o *owner) Watch(ctx context.Context, _ *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
+func (o *owner) Watch(ctx context.Context, req *resourcev1.WatchRequest) (grpc.ServerStreamingClient[resourcev1.WatchResponse], error) {
+	o.mu.Lock()
+	o.watches = append(o.watches, req.GetOptions().GetResourceVersion())
+	o.mu.Unlock()
 	return &stream{ctx: ctx, events: o.events}, nil
 }
 
@@ -83,6 +91,9 @@ type stream struct {
 func (s *stream) Recv() (*resourcev1.WatchResponse, error) {
 	select {
 	case ev := <-s.events:
+		if ev == nil { // the owner went away
+			return nil, status.Error(codes.Unavailable, "connection refused")
+		}
 		return ev, nil
 	case <-s.ctx.Done():
 		return nil, io.EOF
@@ -178,4 +189,40 @@ func TestSourceKeepsACopy(t *testing.T) {
 		_, open := <-changes
 		return !open
 	}, 5*time.Second, time.Millisecond, "a watch ends with its context")
+}
+
+// While the owner restarts the copy keeps what it has, and afterwards it resumes its watch
+// from the last version it saw, without listing again: nothing the service decides on goes
+// missing in between.
+func TestSourceSurvivesTheOwnersRestart(t *testing.T) {
+	o := newOwner(configMap("a", "x", "5"))
+	src := New(o, slog.New(slog.DiscardHandler), configMaps)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go src.Run(ctx)
+	require.NoError(t, src.WaitSynced(ctx))
+	changes := src.Watch(ctx, configMaps)
+	o.events <- &resourcev1.WatchResponse{Type: "ADDED", Object: body(t, configMap("a", "y", "12"))}
+	<-changes
+
+	o.events <- nil // the watch fails: the owner is gone
+	obj, err := src.Get(ctx, configMaps, "a", "y")
+	require.NoError(t, err, "the copy still answers")
+	assert.Equal(t, "12", obj.(*corev1.ConfigMap).ResourceVersion)
+	assert.Zero(t, o.gets)
+
+	require.Eventually(t, func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return len(o.watches) == 2
+	}, 10*time.Second, 5*time.Millisecond, "the watch is opened again")
+	o.mu.Lock()
+	assert.Equal(t, []string{"10", "12"}, o.watches, "from the list's version, then from the last version seen")
+	assert.Equal(t, 1, o.lists, "no second list")
+	o.mu.Unlock()
+	o.events <- &resourcev1.WatchResponse{Type: "DELETED", Object: body(t, configMap("a", "x", "13"))}
+	assert.Equal(t, registry.Change{Deleted: true}, <-changes)
+	all, err := src.List(ctx, configMaps, "", "")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a/y"}, names(all))
 }
