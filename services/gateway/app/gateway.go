@@ -8,49 +8,32 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
-	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
-	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/controller/namespace"
-	"github.com/apichain/apichain/pkg/healthz"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/routing"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/services/gateway/apf"
-	"github.com/apichain/apichain/services/gateway/audit"
 	"github.com/apichain/apichain/services/gateway/authn"
-	"github.com/apichain/apichain/services/gateway/authz"
 	"github.com/apichain/apichain/services/gateway/connect"
 	"github.com/apichain/apichain/services/gateway/discovery"
 	"github.com/apichain/apichain/services/gateway/filters"
 	"github.com/apichain/apichain/services/gateway/loopback"
 	"github.com/apichain/apichain/services/gateway/proxy"
-	"github.com/apichain/apichain/services/gateway/readiness"
 	"github.com/apichain/apichain/services/gateway/reviews"
 	"github.com/apichain/apichain/services/gateway/serviceaccount"
-	"github.com/apichain/apichain/services/gateway/startup"
-	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/reflection"
-	"k8s.io/component-base/metrics/legacyregistry"
 )
 
 // Gateway is the front door process.
@@ -58,32 +41,29 @@ type Gateway struct {
 	Server *server.Server
 	Log    *slog.Logger
 
-	opts       *Options
-	pki        *certs.PKI
-	nc         *nats.Conn
-	ln         net.Listener
-	registry   *lifecycle.Registry
-	pool       *routing.Pool
-	router     *routing.Router
-	grpc       *grpc.Server
-	health     *health.Server
-	instance   lifecycle.Instance
-	metrics    *prometheus.Registry
-	kubeconfig string
-	authorizer authz.Union
-	rbacSync   *authz.Sync // nil unless RBAC is an authorization mode
-	saObjects  *serviceaccount.Objects
-	connect    *connect.Handler
-	saTokens   *serviceaccount.Tokens
-	auditor    *audit.Auditor // nil when auditing is off
-	auditLog   *audit.LogBackend
-	auditNATS  *audit.NATSBackend
-	rest       *proxy.REST
-	documents  *discovery.Documents
-	aggregated *proxy.Aggregated
-	reviews    *reviews.Handler
-	apf        *apf.Controller // nil with --enable-priority-and-fairness=false
-	loopback   *loopback.Client
+	opts          *Options
+	pki           *certs.PKI
+	nc            *nats.Conn
+	ln            net.Listener
+	registry      *lifecycle.Registry
+	pool          *routing.Pool
+	router        *routing.Router
+	grpc          *grpc.Server
+	health        *health.Server
+	instance      lifecycle.Instance
+	metrics       *prometheus.Registry
+	kubeconfig    string
+	authorization authorization
+	saObjects     *serviceaccount.Objects
+	connect       *connect.Handler
+	saTokens      *serviceaccount.Tokens
+	auditing      auditing
+	rest          *proxy.REST
+	documents     *discovery.Documents
+	aggregated    *proxy.Aggregated
+	reviews       *reviews.Handler
+	apf           *apf.Controller // nil with --enable-priority-and-fairness=false
+	loopback      *loopback.Client
 }
 
 // New builds the gateway with pki's certificates (unless the options name others) and binds
@@ -192,15 +172,15 @@ func (g *Gateway) externalURL() string {
 func (g *Gateway) KubeconfigPath() string { return g.kubeconfig }
 
 func (g *Gateway) writeKubeconfig() error {
-	ca, err := readFile(g.pki.CAFile)
+	ca, err := os.ReadFile(g.pki.CAFile)
 	if err != nil {
 		return err
 	}
-	cert, err := readFile(g.pki.AdminCertFile)
+	cert, err := os.ReadFile(g.pki.AdminCertFile)
 	if err != nil {
 		return err
 	}
-	key, err := readFile(g.pki.AdminKeyFile)
+	key, err := os.ReadFile(g.pki.AdminKeyFile)
 	if err != nil {
 		return err
 	}
@@ -208,8 +188,11 @@ func (g *Gateway) writeKubeconfig() error {
 	return certs.WriteKubeconfig(g.kubeconfig, g.URL(), ca, cert, key)
 }
 
+// buildHandler assembles the gateway's parts, each made by its own constructor, and the
+// filter chain in front of them.
 func (g *Gateway) buildHandler() (http.Handler, error) {
 	var err error
+	chain := routing.NewClient(g.router) // the gateway's own reads of core's objects
 	if g.loopback, err = loopback.New(); err != nil {
 		return nil, err
 	}
@@ -218,151 +201,60 @@ func (g *Gateway) buildHandler() (http.Handler, error) {
 			return nil, err
 		}
 	}
-	rbac := &authz.RBAC{}
-	if g.authorizer, err = authz.New(g.opts.AuthorizationModes, rbac); err != nil {
-		return nil, fmt.Errorf("--authorization-mode: %w", err)
+	if g.authorization, err = newAuthorization(g.opts.AuthorizationModes, chain, g.Log); err != nil {
+		return nil, err
 	}
-	if slices.Contains(g.opts.AuthorizationModes, authz.ModeRBAC) {
-		g.rbacSync = authz.NewSync(rbac, routing.NewClient(g.router), g.Log)
+	g.saObjects = serviceaccount.NewObjects(chain, g.Log)
+	if g.saTokens, err = serviceaccount.New(g.opts.ServiceAccounts.Or(g.pki), g.saObjects, g.Log); err != nil {
+		return nil, err
 	}
-	g.grpc = grpc.NewServer(g.grpcInterceptors()...)
+	authentication, bearer, err := newAuthentication(g.opts, g.servingOptions().ClientCAFile, g.saTokens, g.loopback)
+	if err != nil {
+		return nil, err
+	}
+	if g.auditing, err = newAuditing(g.opts.Audit, g.nc, g.Log); err != nil {
+		return nil, err
+	}
 	watches := proxy.NewWatchHub(g.router)
-	resourcev1.RegisterResourceServiceServer(g.grpc, proxy.NewGRPC(g.router, g.opts.AuthorizationModes, watches))
-	lapi := &lifecycleAPI{g: g}
-	lifecyclev1.RegisterLifecycleServiceServer(g.grpc, lapi)
-	healthpb.RegisterHealthServer(g.grpc, g.health)
-	reflection.Register(g.grpc)
-
-	g.metrics = prometheus.NewRegistry()
-	g.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	g.metrics.MustRegister(startup.NewCollector(g.startupStates), readiness.WebhookCollector(g.registry))
-	g.router.CountRequests(g.metrics)
-	watches.Register(g.metrics)
-
-	rest := runtime.NewServeMux()
-	if err := lifecyclev1.RegisterLifecycleServiceHandlerServer(context.Background(), rest, lapi); err != nil {
-		return nil, err
-	}
-
-	mux := http.NewServeMux()
-	g.Server.InstallHealthHandlers(mux, func() []healthz.Checker { return readiness.RemoteChecks(g.registry) })
-	mux.HandleFunc("GET /version", serveVersion())
-	mux.Handle("GET /metrics", promhttp.HandlerFor(prometheus.Gatherers{g.metrics, kubeLibraryMetrics}, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.Handle("/debug/lifecycle/", rest)
-	mux.Handle("GET /debug/startup", startup.Handler(g.startupStates, g.Log))
-	mux.HandleFunc("/", g.serveDelegated)
-
-	clientCAs, err := certs.PoolFromFile(g.servingOptions().ClientCAFile)
-	if err != nil {
-		return nil, err
-	}
-	g.saObjects = serviceaccount.NewObjects(routing.NewClient(g.router), g.Log)
-	g.connect = &connect.Handler{Objects: routing.NewClient(g.router)}
-	g.saTokens, err = serviceaccount.New(g.opts.ServiceAccounts.Or(g.pki), g.saObjects, g.Log)
-	if err != nil {
-		return nil, err
-	}
-	auds := g.saTokens.APIAudiences()
-	bearer := authn.NewBearer(auds)
-	if g.opts.TokenAuthFile != "" {
-		tf, err := authn.LoadTokenFile(g.opts.TokenAuthFile)
-		if err != nil {
-			return nil, fmt.Errorf("--token-auth-file: %w", err)
-		}
-		bearer.Tokens = append(bearer.Tokens, authn.AudienceAgnostic(auds, tf))
-	}
-	bearer.Tokens = append([]authn.TokenAuthenticator{authn.StaticToken{Token: g.loopback.Token(), User: g.loopback.User()}}, append(bearer.Tokens, g.saTokens)...)
-	var pf func(http.Handler) http.Handler
-	if g.apf != nil {
-		pf = func(h http.Handler) http.Handler { return g.apf.Filter(h, g.opts.RequestTimeout/4) }
-		mux.Handle("/debug/api_priority_and_fairness/", g.apf.Debug())
-	}
-	authentication := authn.Authentication{Authenticators: []authn.Authenticator{authn.X509Authenticator(clientCAs), bearer},
-		Anonymous: g.opts.AnonymousAuth}
-	if rh := &g.opts.RequestHeader; rh.ClientCAFile != "" {
-		roots, err := certs.PoolFromFile(rh.ClientCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("--requestheader-client-ca-file: %w", err)
-		}
-		// First, as in kube: a front proxy's certificate also verifies as a client's.
-		authentication.Authenticators = append([]authn.Authenticator{authn.RequestHeaderAuthenticator(rh, roots)}, authentication.Authenticators...)
-	}
-	if config, jwks, ok := g.saTokens.Discovery(g.externalURL()); ok {
-		mux.Handle("GET /.well-known/openid-configuration", config)
-		mux.Handle("GET /openid/v1/jwks", jwks)
-	}
 	g.rest, g.documents = proxy.NewREST(g.router, g.opts.AuthorizationModes, watches), discovery.NewDocuments(g.router)
-	discoveryv1.RegisterDiscoveryServiceServer(g.grpc, discovery.NewGRPC(g.documents)) // the whole chain's, merged as over REST
 	g.aggregated = proxy.NewAggregated(g.router, g.opts.AuthorizationModes)
-	g.reviews = &reviews.Handler{Tokens: bearer, APIAudiences: auds, Authorizer: g.authorizer}
-	if err := g.setUpAudit(); err != nil {
+	g.connect = &connect.Handler{Objects: chain}
+	g.reviews = &reviews.Handler{Tokens: bearer, APIAudiences: g.saTokens.APIAudiences(), Authorizer: g.authorization.authorizer}
+	g.grpc = g.newGRPCServer(watches)
+	g.metrics = g.newMetrics(watches)
+	mux, err := g.localRoutes()
+	if err != nil {
 		return nil, err
 	}
+	h := filters.BuildHandlerChain(grpcHandler(g.grpc, mux), g.chainConfig(authentication))
+	g.loopback.Serve(h) // the loopback client's requests take the whole chain
+	return h, nil
+}
+
+// chainConfig configures the filter chain from the options and the parts.
+func (g *Gateway) chainConfig(authentication authn.Authentication) filters.ChainConfig {
 	var retryAfter <-chan struct{}
 	if g.opts.Generic.ShutdownSendRetryAfter {
 		retryAfter = g.Server.Signals().AfterShutdownDelayDuration.Signaled()
 	}
-	chain := filters.BuildHandlerChain(grpcHandler(g.grpc, mux), filters.ChainConfig{
+	var pf func(http.Handler) http.Handler
+	if g.apf != nil {
+		pf = func(h http.Handler) http.Handler { return g.apf.Filter(h, g.opts.RequestTimeout/4) }
+	}
+	return filters.ChainConfig{
 		Log:                         g.Log,
 		RequestTimeout:              g.opts.RequestTimeout,
 		MaxRequestsInFlight:         g.opts.MaxRequestsInFlight,
 		MaxMutatingRequestsInFlight: g.opts.MaxMutatingRequestsInFlight,
 		Authentication:              authentication,
-		Authorizer:                  g.authorizer,
-		Auditor:                     g.auditor,
+		Authorizer:                  g.authorization.authorizer,
+		Auditor:                     g.auditing.auditor,
 		HSTSDirectives:              g.opts.HSTSDirectives,
 		Metrics:                     filters.NewRequestMetrics(g.metrics),
 		InFlight:                    &g.Server.InFlight,
 		RetryAfter:                  retryAfter,
 		PriorityAndFairness:         pf,
-	})
-	g.loopback.Serve(chain) // the loopback client's requests take the whole chain
-	return chain, nil
-}
-
-// grpcInterceptors finish, for a gRPC call, the filters its message decides (the HTTP chain
-// has run the others): its request info, audit, priority and fairness and authorization, in
-// the HTTP chain's order.
-func (g *Gateway) grpcInterceptors() []grpc.ServerOption {
-	infoU, infoS := filters.GRPCRequestInfo()
-	authzU, authzS := filters.GRPCAuthorization(g.authorizer)
-	unary := []grpc.UnaryServerInterceptor{infoU, audit.UnaryInterceptor()}
-	stream := []grpc.StreamServerInterceptor{infoS, audit.StreamInterceptor()}
-	if g.apf != nil {
-		unary = append(unary, g.apf.UnaryInterceptor(g.opts.RequestTimeout/4))
-		stream = append(stream, g.apf.StreamInterceptor(g.opts.RequestTimeout/4))
 	}
-	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(append(unary, authzU)...), grpc.ChainStreamInterceptor(append(stream, authzS)...)}
-}
-
-// setUpAudit makes the auditor when a backend is configured.
-func (g *Gateway) setUpAudit() error {
-	o := g.opts.Audit
-	if !o.Enabled() {
-		return nil
-	}
-	policy, err := audit.LoadPolicy(o.PolicyFile)
-	if err != nil {
-		return fmt.Errorf("--audit-policy-file: %w", err)
-	}
-	var sinks audit.Sinks
-	if o.LogPath != "" {
-		g.auditLog = audit.NewLogBackend(o)
-		sinks = append(sinks, g.auditLog)
-	}
-	if o.NATSSubject != "" {
-		if g.auditNATS, err = audit.NewNATSBackend(g.nc, o.NATSSubject, g.Log); err != nil {
-			return fmt.Errorf("--audit-nats-subject: %w", err)
-		}
-		sinks = append(sinks, g.auditNATS)
-	}
-	g.auditor = audit.New(policy, sinks)
-	return nil
 }
 
 // addHooks registers the gateway's own post-start hooks.
@@ -407,13 +299,13 @@ func (g *Gateway) addHooks() error {
 			return err
 		}
 	}
-	if g.rbacSync == nil {
+	if g.authorization.rbacSync == nil {
 		return nil
 	}
 	// Not ready before RBAC can decide: until then only system:masters gets anything.
 	return g.Server.AddPostStartHook("start-rbac-authorizer", func(ctx context.Context) error {
 		select {
-		case <-g.rbacSync.Synced():
+		case <-g.authorization.rbacSync.Synced():
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
@@ -442,14 +334,14 @@ func (g *Gateway) Run(ctx context.Context) error {
 		},
 		g.saObjects.Run,
 	}
-	if g.rbacSync != nil {
-		tasks = append(tasks, g.rbacSync.Run)
+	if g.authorization.rbacSync != nil {
+		tasks = append(tasks, g.authorization.rbacSync.Run)
 	}
-	if g.auditNATS != nil {
-		tasks = append(tasks, g.auditNATS.Run)
+	if g.auditing.nats != nil {
+		tasks = append(tasks, g.auditing.nats.Run)
 	}
-	if g.auditLog != nil {
-		defer g.auditLog.Close()
+	if g.auditing.log != nil {
+		defer g.auditing.log.Close()
 	}
 	return g.Server.RunAlongside(ctx, tasks...)
 }
@@ -469,17 +361,3 @@ func (g *Gateway) dial(addr string) (grpc.ClientConnInterface, error) {
 	}
 	return c, nil
 }
-
-// kubeLibraryMetrics are the metrics kube's libraries (priority and fairness) register with
-// component-base's registry, without the Go and process collectors it registers as well: our
-// own registry has those.
-var kubeLibraryMetrics = prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	kept := families[:0]
-	for _, f := range families {
-		if name := f.GetName(); !strings.HasPrefix(name, "go_") && !strings.HasPrefix(name, "process_") {
-			kept = append(kept, f)
-		}
-	}
-	return kept, err
-})

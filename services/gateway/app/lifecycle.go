@@ -2,24 +2,25 @@ package app
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"os"
 	"time"
 
+	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	"github.com/apichain/apichain/pkg/lifecycle"
-	"github.com/apichain/apichain/pkg/version"
 )
 
-func readFile(path string) ([]byte, error) { return os.ReadFile(path) }
+// lifecycleAPI serves the cluster's lifecycle state (also as REST via grpc-gateway at
+// /debug/lifecycle/v1/instances) and the gateway's own state.
+type lifecycleAPI struct {
+	lifecyclev1.UnimplementedLifecycleServiceServer
+	g *Gateway
+}
 
-// serveVersion answers /version with this binary's version, read once.
-func serveVersion() http.HandlerFunc {
-	data, _ := json.MarshalIndent(version.Get(), "", "  ")
-	return func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(data)
-	}
+func (l *lifecycleAPI) GetInstanceState(context.Context, *lifecyclev1.GetInstanceStateRequest) (*lifecyclev1.GetInstanceStateResponse, error) {
+	return &lifecyclev1.GetInstanceStateResponse{State: l.g.Snapshot()}, nil
+}
+
+func (l *lifecycleAPI) ListInstanceStates(context.Context, *lifecyclev1.ListInstanceStatesRequest) (*lifecyclev1.ListInstanceStatesResponse, error) {
+	return &lifecyclev1.ListInstanceStatesResponse{States: l.g.registry.Instances(), Source: string(l.g.registry.Source())}, nil
 }
 
 // waitFirstState is the start-lifecycle-watcher hook: it returns once the registry holds a
