@@ -19,10 +19,10 @@ import (
 )
 
 // Admission is the admission chain a Handler runs on every write, as kube-apiserver's:
-// Admit (mutating admission) sees the object as the client sent it, before the kind's
-// defaults and validation, and returns the object to go on with; Validate (validating
-// admission) sees the final object after validation, just before storage. Both run for
-// dry-run requests too.
+// Admit (mutating admission) sees the object as decoded from the request with the kind's
+// defaults applied (kube defaults on decoding), before the kind's validation, and returns the
+// object to go on with; Validate (validating admission) sees the final object after
+// validation, just before storage. Both run for dry-run requests too.
 type Admission interface {
 	Admit(ctx context.Context, a admission.Attributes) (runtime.Object, error)
 	Validate(ctx context.Context, a admission.Attributes) error
