@@ -8,7 +8,8 @@
 //
 // It holds the admission configuration kinds core serves (webhook configurations, policies
 // and their bindings, with kube's defaults and validation), the webhook calls (with a breaker
-// per webhook), the CEL policy engines (kube's libraries), the built-in plugins, and the watch
+// per webhook), the CEL policy engines (kube's libraries) and the watch
 // that keeps the configurations current, read from a registry.Source: core's own registry in
-// core, a copy kept through core's gRPC API in the other services.
+// core, a copy kept through core's gRPC API in the other services. The built-in plugins are one
+// package each under plugin/.
 package admission

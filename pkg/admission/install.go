@@ -8,6 +8,13 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/apichain/apichain/pkg/admission/plugin/defaults"
+	"github.com/apichain/apichain/pkg/admission/plugin/limitranger"
+	"github.com/apichain/apichain/pkg/admission/plugin/namespacelifecycle"
+	"github.com/apichain/apichain/pkg/admission/plugin/podsecurity"
+	"github.com/apichain/apichain/pkg/admission/plugin/priority"
+	"github.com/apichain/apichain/pkg/admission/plugin/resourcequota"
+	"github.com/apichain/apichain/pkg/admission/plugin/serviceaccount"
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/pkg/registry"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -30,7 +37,7 @@ type Chain struct {
 	MutatingPolicies *MutatingPolicies
 	Webhooks         *Webhooks
 	Policies         *Policies
-	ResourceQuota    *ResourceQuota
+	ResourceQuota    *resourcequota.ResourceQuota
 }
 
 // Mutator is a built-in plugin that may change the object in place.
@@ -149,20 +156,20 @@ func Install(b *backend.Backend, h *registry.Handler, config registry.Source, pa
 	}
 	p := NewPolicies(Namespaces(config), b.Log, params...)
 	mp := NewMutatingPolicies(p)
-	chain := &Chain{Mutating: []Mutator{NewNamespaceLifecycle(config)}, Webhooks: w, Policies: p, MutatingPolicies: mp}
+	chain := &Chain{Mutating: []Mutator{namespacelifecycle.New(config)}, Webhooks: w, Policies: p, MutatingPolicies: mp}
 	local := registry.NewClient(h)
 	if _, ok := local.Lookup(corev1.SchemeGroupVersion.WithResource("resourcequotas")); ok {
-		chain.ResourceQuota = NewResourceQuota(local, b.Stopping())
+		chain.ResourceQuota = resourcequota.New(local, b.Stopping())
 	}
 	if _, ok := local.Lookup(corev1.SchemeGroupVersion.WithResource("pods")); ok {
-		priority, limits := NewPriority(local), NewLimitRanger(local)
-		podSecurity, err := NewPodSecurity(local)
+		prio, limits := priority.New(local), limitranger.New(local)
+		podSecurity, err := podsecurity.New(local)
 		if err != nil {
 			return err
 		}
-		chain.Mutating = append(chain.Mutating, limits, NewServiceAccounts(local), priority, DefaultTolerationSeconds{},
-			NewDefaultClasses(local), StorageObjectInUseProtection{})
-		chain.Validating = []Validator{priority, limits, podSecurity}
+		chain.Mutating = append(chain.Mutating, limits, serviceaccount.New(local), prio, defaults.DefaultTolerationSeconds{},
+			defaults.NewDefaultClasses(local), defaults.StorageObjectInUseProtection{})
+		chain.Validating = []Validator{prio, limits, podSecurity}
 	}
 	h.SetAdmission(chain)
 	w.OnFailingChange(func() { b.SetFailingWebhooks(w.Failing()) })

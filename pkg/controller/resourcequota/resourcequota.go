@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/apichain/apichain/pkg/admission"
+	quotaplugin "github.com/apichain/apichain/pkg/admission/plugin/resourcequota"
 	"github.com/apichain/apichain/pkg/registry"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,7 +23,7 @@ func Run(ctx context.Context, c *registry.Client, log *slog.Logger, resync time.
 	if !ok {
 		return
 	}
-	reg := admission.QuotaRegistry(c)
+	reg := quotaplugin.Registry(c)
 	ctx = registry.WithFieldManager(ctx, "kube-controller-manager")
 	controller.Loop(ctx, resync, func(ctx context.Context) error {
 		err := recount(ctx, c, r, reg)

@@ -1,4 +1,4 @@
-package admission
+package namespacelifecycle
 
 import (
 	"context"
@@ -80,7 +80,7 @@ func TestNamespaceLifecycle(t *testing.T) {
 		stored: map[string]*corev1.Namespace{"active": ns("active", corev1.NamespaceActive), "ending": ns("ending", corev1.NamespaceTerminating),
 			"fresh": ns("fresh", corev1.NamespaceActive)},
 	}
-	l := NewNamespaceLifecycle(src)
+	l := New(src)
 	ctx := context.Background()
 
 	require.NoError(t, l.Admit(ctx, widget("active", "w", "")))
@@ -117,7 +117,7 @@ func TestNamespaceLifecycle(t *testing.T) {
 }
 
 func TestNamespaceLifecycleImmortalNamespaces(t *testing.T) {
-	l := NewNamespaceLifecycle(&namespaceSource{})
+	l := New(&namespaceSource{})
 	nsKind, nsGVR := corev1.SchemeGroupVersion.WithKind("Namespace"), corev1.SchemeGroupVersion.WithResource("namespaces")
 	for _, name := range []string{"default", "kube-system", "kube-public"} {
 		err := l.Admit(context.Background(), attrs(admission.Delete, nsKind, nsGVR, "", name, nil))
@@ -132,7 +132,7 @@ func TestNamespaceLifecycleImmortalNamespaces(t *testing.T) {
 func TestNamespaceLifecycleReadsLiveAfterItsDelete(t *testing.T) {
 	src := &namespaceSource{cached: map[string]*corev1.Namespace{"x": ns("x", corev1.NamespaceActive)},
 		stored: map[string]*corev1.Namespace{"x": ns("x", corev1.NamespaceTerminating)}}
-	l := NewNamespaceLifecycle(src)
+	l := New(src)
 	now := time.Now()
 	l.now = func() time.Time { return now }
 	ctx := context.Background()

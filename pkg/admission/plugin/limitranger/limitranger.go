@@ -1,4 +1,6 @@
-package admission
+// Package limitranger is kube's LimitRanger admission plugin: a pod's default requests and
+// limits from its namespace's LimitRanges, and their min, max and ratio checks.
+package limitranger
 
 import (
 	"context"
@@ -25,8 +27,8 @@ type LimitRanger struct {
 	client *registry.Client
 }
 
-// NewLimitRanger reads LimitRanges through client.
-func NewLimitRanger(client *registry.Client) *LimitRanger { return &LimitRanger{client: client} }
+// New reads LimitRanges through client.
+func New(client *registry.Client) *LimitRanger { return &LimitRanger{client: client} }
 
 func (l *LimitRanger) ranges(ctx context.Context, a admission.Attributes) (*corev1.Pod, []*corev1.LimitRange, error) {
 	pod, ok := a.GetObject().(*corev1.Pod)
@@ -165,7 +167,7 @@ func validatePodLimits(lr *corev1.LimitRange, pod *corev1.Pod) error {
 				check(string(item.Type), item, c.Resources.Requests, c.Resources.Limits)
 			}
 		case corev1.LimitTypePod:
-			check(string(item.Type), item, podResources(pod, true), podResources(pod, false))
+			check(string(item.Type), item, PodResources(pod, true), PodResources(pod, false))
 		}
 	}
 	return utilerrors.NewAggregate(errs)
@@ -231,10 +233,10 @@ func ratioConstraint(limitType, name string, enforced resource.Quantity, request
 	return nil
 }
 
-// podResources is the pod's requests (or limits) as kube's LimitRanger counts them: its
+// PodResources is the pod's requests (or limits) as kube's LimitRanger counts them: its
 // containers' sum, sidecars (restartable init containers) added, at least the largest init
 // container's need; pod-level cpu and memory, when set, instead.
-func podResources(pod *corev1.Pod, requests bool) corev1.ResourceList {
+func PodResources(pod *corev1.Pod, requests bool) corev1.ResourceList {
 	of := func(c corev1.Container) corev1.ResourceList {
 		if requests {
 			return c.Resources.Requests

@@ -1,4 +1,6 @@
-package admission
+// Package defaults holds kube's small defaulting admission plugins: DefaultTolerationSeconds,
+// DefaultStorageClass and DefaultIngressClass (one type here), StorageObjectInUseProtection.
+package defaults
 
 import (
 	"context"

@@ -1,8 +1,11 @@
-package admission
+// Package podsecurity is kube's PodSecurity admission plugin, on kube's library
+// (k8s.io/pod-security-admission).
+package podsecurity
 
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/apichain/apichain/pkg/registry"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -28,8 +31,8 @@ type PodSecurity struct {
 	delegate *psadmission.Admission
 }
 
-// NewPodSecurity reads namespaces and pods through client.
-func NewPodSecurity(client *registry.Client) (*PodSecurity, error) {
+// New reads namespaces and pods through client.
+func New(client *registry.Client) (*PodSecurity, error) {
 	evaluator, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
 	if err != nil {
 		return nil, err
@@ -40,7 +43,7 @@ func NewPodSecurity(client *registry.Client) (*PodSecurity, error) {
 		Evaluator:        evaluator,
 		Metrics:          metrics.NewPrometheusRecorder(psapi.GetAPIVersion()),
 		PodSpecExtractor: psadmission.DefaultPodSpecExtractor{},
-		NamespaceGetter:  podSecurityNamespaces{Namespaces(client)},
+		NamespaceGetter:  podSecurityNamespaces{client},
 		PodLister:        podSecurityPods{client},
 	}
 	if err := a.CompleteConfiguration(); err != nil {
@@ -111,10 +114,20 @@ func (p podSecurityAttributes) GetUserName() string {
 	return ""
 }
 
-type podSecurityNamespaces struct{ get NamespaceGetter }
+// podSecurityNamespaces reads namespaces from the watch cache, and from etcd when the cache
+// does not have one yet.
+type podSecurityNamespaces struct{ client *registry.Client }
 
 func (n podSecurityNamespaces) GetNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
-	return n.get(ctx, name)
+	r, ok := n.client.Lookup(corev1.SchemeGroupVersion.WithResource("namespaces"))
+	if !ok {
+		return nil, fmt.Errorf("namespaces are not served here")
+	}
+	obj, err := n.client.Get(ctx, r, "", name)
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.Namespace), nil
 }
 
 type podSecurityPods struct{ client *registry.Client }

@@ -1,4 +1,6 @@
-package admission
+// Package resourcequota is kube's ResourceQuota admission plugin (kube's own quota evaluator)
+// with apichain's evaluators, which core's quota controller uses too.
+package resourcequota
 
 import (
 	"context"
@@ -6,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/apichain/apichain/pkg/admission/plugin/limitranger"
 
 	"github.com/apichain/apichain/pkg/registry"
 	corev1 "k8s.io/api/core/v1"
@@ -38,10 +42,10 @@ var quotaIgnored = map[schema.GroupResource]struct{}{
 	{Group: "authorization.k8s.io", Resource: "localsubjectaccessreviews"}: {}, {Group: "authorization.k8s.io", Resource: "selfsubjectrulesreviews"}: {},
 }
 
-// NewResourceQuota enforces the ResourceQuotas read (and updated) through client until stop
+// New enforces the ResourceQuotas read (and updated) through client until stop
 // closes.
-func NewResourceQuota(client *registry.Client, stop <-chan struct{}) *ResourceQuota {
-	return &ResourceQuota{evaluator: resourcequota.NewQuotaEvaluator(quotaAccessor{client}, quotaIgnored, QuotaRegistry(client),
+func New(client *registry.Client, stop <-chan struct{}) *ResourceQuota {
+	return &ResourceQuota{evaluator: resourcequota.NewQuotaEvaluator(quotaAccessor{client}, quotaIgnored, Registry(client),
 		nil, &resourcequotaapi.Configuration{}, 5, stop)}
 }
 
@@ -89,10 +93,10 @@ func (q quotaAccessor) UpdateQuotaStatus(newQuota *corev1.ResourceQuota) error {
 	return q.client.ReplaceStatus(ctx, q.resource(), newQuota)
 }
 
-// QuotaRegistry has the quota evaluators of what client serves: pods, the object counts with
+// Registry has the quota evaluators of what client serves: pods, the object counts with
 // kube's legacy names (configmaps, secrets, services, resourcequotas, ...), and
 // count/<resource>.<group> for every other kind.
-func QuotaRegistry(client *registry.Client) quota.Registry {
+func Registry(client *registry.Client) quota.Registry {
 	list := func(r *registry.Resource) generic.ListFuncByNamespace {
 		return func(namespace string) ([]runtime.Object, error) {
 			return client.List(context.Background(), r, namespace, "")
@@ -246,7 +250,7 @@ func (p *podQuota) Usage(item runtime.Object) (corev1.ResourceList, error) {
 	if !chargedPod(pod) {
 		return result, nil
 	}
-	return quota.Add(result, computeUsage(podResources(pod, true), podResources(pod, false))), nil
+	return quota.Add(result, computeUsage(limitranger.PodResources(pod, true), limitranger.PodResources(pod, false))), nil
 }
 
 func (p *podQuota) UsageStats(options quota.UsageStatsOptions) (quota.UsageStats, error) {

@@ -1,4 +1,6 @@
-package admission
+// Package namespacelifecycle is kube's NamespaceLifecycle admission plugin: no new content in a
+// namespace that does not exist or is terminating, and the immortal namespaces.
+package namespacelifecycle
 
 import (
 	"context"
@@ -34,8 +36,8 @@ type NamespaceLifecycle struct {
 	now     func() time.Time
 }
 
-// NewNamespaceLifecycle reads namespaces through namespaces.
-func NewNamespaceLifecycle(namespaces registry.Source) *NamespaceLifecycle {
+// New reads namespaces through namespaces.
+func New(namespaces registry.Source) *NamespaceLifecycle {
 	return &NamespaceLifecycle{namespaces: namespaces, deleted: map[string]time.Time{}, now: time.Now}
 }
 

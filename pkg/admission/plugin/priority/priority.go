@@ -1,4 +1,6 @@
-package admission
+// Package priority is kube's Priority admission plugin: a pod's priority from its
+// PriorityClass, or the global default.
+package priority
 
 import (
 	"context"
@@ -20,8 +22,8 @@ type Priority struct {
 	client *registry.Client
 }
 
-// NewPriority reads PriorityClasses through client.
-func NewPriority(client *registry.Client) *Priority { return &Priority{client: client} }
+// New reads PriorityClasses through client.
+func New(client *registry.Client) *Priority { return &Priority{client: client} }
 
 func (p *Priority) classes(ctx context.Context) ([]*schedulingv1.PriorityClass, error) {
 	r, ok := p.client.Lookup(schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"))

@@ -1,4 +1,6 @@
-package admission
+// Package serviceaccount is kube's ServiceAccount admission plugin: a pod's service account,
+// its token volume and image pull secrets.
+package serviceaccount
 
 import (
 	"context"
@@ -38,8 +40,8 @@ type ServiceAccounts struct {
 	wait   time.Duration // between lookups of the default account
 }
 
-// NewServiceAccounts reads service accounts through client.
-func NewServiceAccounts(client *registry.Client) *ServiceAccounts {
+// New reads service accounts through client.
+func New(client *registry.Client) *ServiceAccounts {
 	return &ServiceAccounts{client: client, wait: 150 * time.Millisecond}
 }
 
