@@ -81,12 +81,12 @@ func (d *Discovery) GetDocument(ctx context.Context, req *discoveryv1.GetDocumen
 			return doc, nil
 		}
 	}
-	if (path == "/api" || path == "/apis") && discovery.WantsAggregated(req.GetAccept()) {
-		data, err := json.Marshal(d.aggregated(path == "/api"))
+	if (path == "/api" || path == "/apis") && discovery.WantsAggregatedDiscovery(req.GetAccept()) {
+		data, err := json.Marshal(d.aggregatedDiscovery(path == "/api"))
 		if err != nil {
 			return nil, err
 		}
-		return &httpbody.HttpBody{ContentType: discovery.AggregatedContentType, Data: data}, nil
+		return &httpbody.HttpBody{ContentType: discovery.AggregatedDiscoveryContentType, Data: data}, nil
 	}
 	doc, ok := d.document(path)
 	if !ok {

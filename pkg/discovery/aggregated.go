@@ -3,12 +3,12 @@ package discovery
 
 import "strings"
 
-// AggregatedContentType is the media type of aggregated discovery (apidiscovery.k8s.io/v2).
-const AggregatedContentType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+// AggregatedDiscoveryContentType is the media type of aggregated discovery (apidiscovery.k8s.io/v2).
+const AggregatedDiscoveryContentType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
-// WantsAggregated reports whether an Accept header asks for aggregated discovery v2 before
+// WantsAggregatedDiscovery reports whether an Accept header asks for aggregated discovery v2 before
 // anything else it accepts, as kubectl and client-go do.
-func WantsAggregated(accept string) bool {
+func WantsAggregatedDiscovery(accept string) bool {
 	for _, clause := range strings.Split(accept, ",") {
 		c := strings.ReplaceAll(strings.TrimSpace(clause), " ", "")
 		if strings.Contains(c, "as=APIGroupDiscoveryList") && strings.Contains(c, "g=apidiscovery.k8s.io") && strings.Contains(c, "v=v2") && !strings.Contains(c, "v=v2beta1") {

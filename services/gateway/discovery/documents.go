@@ -64,7 +64,7 @@ func (d *Documents) Serve(w http.ResponseWriter, r *http.Request) {
 		proxy.WriteError(w, err)
 		return
 	}
-	if doc.GetContentType() == apidiscovery.AggregatedContentType && notModified(w, r, doc.GetData()) {
+	if doc.GetContentType() == apidiscovery.AggregatedDiscoveryContentType && notModified(w, r, doc.GetData()) {
 		return
 	}
 	if !strings.HasPrefix(r.URL.Path, "/openapi/") {
@@ -125,7 +125,7 @@ func documentGroupVersion(p string) string {
 // with theirs (the aggregator's: the aggregated APIs that do not answer) go with it.
 func (d *Documents) serveGroupList(ctx context.Context, w http.ResponseWriter, r *http.Request, req *discoveryv1.GetDocumentRequest) {
 	ctx, warns := proxy.WithWarnings(ctx)
-	aggregated := apidiscovery.WantsAggregated(req.GetAccept())
+	aggregatedDiscovery := apidiscovery.WantsAggregatedDiscovery(req.GetAccept())
 	var items []json.RawMessage
 	seen := map[string]bool{}
 	for _, data := range d.fromEachService(ctx, req) {
@@ -159,8 +159,8 @@ func (d *Documents) serveGroupList(ctx context.Context, w http.ResponseWriter, r
 	d.order(ctx, items)
 	var doc any
 	contentType := "application/json"
-	if aggregated {
-		contentType = apidiscovery.AggregatedContentType
+	if aggregatedDiscovery {
+		contentType = apidiscovery.AggregatedDiscoveryContentType
 		doc = struct {
 			Kind       string            `json:"kind"`
 			APIVersion string            `json:"apiVersion"`
@@ -177,7 +177,7 @@ func (d *Documents) serveGroupList(ctx context.Context, w http.ResponseWriter, r
 	data, _ := json.Marshal(doc)
 	w.Header().Set("Vary", "Accept")
 	warns.WriteHTTP(w.Header())
-	if aggregated && notModified(w, r, data) {
+	if aggregatedDiscovery && notModified(w, r, data) {
 		return
 	}
 	proxy.WriteBody(w, http.StatusOK, indentForPeople(r, &resourcev1.Body{ContentType: contentType, Data: data}))

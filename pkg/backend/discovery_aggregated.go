@@ -43,7 +43,7 @@ func subresourceKind(name, kind string) *metav1.GroupVersionKind {
 
 // aggregated returns the APIGroupDiscoveryList for the legacy group (legacy=true, /api) or
 // for the named groups (/apis), versions in preference order.
-func (d *Discovery) aggregated(legacy bool) *apidiscoveryv2.APIGroupDiscoveryList {
+func (d *Discovery) aggregatedDiscovery(legacy bool) *apidiscoveryv2.APIGroupDiscoveryList {
 	list := &apidiscoveryv2.APIGroupDiscoveryList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"},
 		Items: []apidiscoveryv2.APIGroupDiscovery{}}
 	idx := map[string]int{}
@@ -62,14 +62,14 @@ func (d *Discovery) aggregated(legacy bool) *apidiscoveryv2.APIGroupDiscoveryLis
 			v.Freshness = apidiscoveryv2.DiscoveryFreshnessStale
 		}
 		for _, r := range gv.GetResources() {
-			v.Resources = append(v.Resources, aggregatedResource(r))
+			v.Resources = append(v.Resources, aggregatedDiscoveryResource(r))
 		}
 		list.Items[i].Versions = append(list.Items[i].Versions, v)
 	}
 	return list
 }
 
-func aggregatedResource(r *discoveryv1.Resource) apidiscoveryv2.APIResourceDiscovery {
+func aggregatedDiscoveryResource(r *discoveryv1.Resource) apidiscoveryv2.APIResourceDiscovery {
 	scope := apidiscoveryv2.ScopeCluster
 	if r.GetNamespaced() {
 		scope = apidiscoveryv2.ScopeNamespace
