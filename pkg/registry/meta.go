@@ -64,7 +64,7 @@ func resourcePrefixOf(key string) string {
 	if !ok || resource == "" {
 		return ""
 	}
-	return keyRoot + group + "/" + resource + "/"
+	return key[:len(keyRoot)+len(group)+1+len(resource)+1] // a part of key: no allocation on every storage call
 }
 
 // decodeStored reads a stored object and sets its resourceVersion to the etcd revision.

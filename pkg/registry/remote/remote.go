@@ -156,19 +156,19 @@ func (s *Source) List(_ context.Context, r *registry.Resource, namespace, fieldS
 			}
 		}
 	}
-	objs := k.inf.List()
-	slices.SortFunc(objs, func(a, b metav1.Object) int {
+	var kept []metav1.Object
+	for _, o := range k.inf.List() {
+		if (namespace == "" || o.GetNamespace() == namespace) &&
+			sel.Matches(fields.Set{"metadata.name": o.GetName(), "metadata.namespace": o.GetNamespace()}) {
+			kept = append(kept, o)
+		}
+	}
+	slices.SortFunc(kept, func(a, b metav1.Object) int {
 		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
 	})
-	out := make([]runtime.Object, 0, len(objs))
-	for _, o := range objs {
-		if namespace != "" && o.GetNamespace() != namespace {
-			continue
-		}
-		if !sel.Matches(fields.Set{"metadata.name": o.GetName(), "metadata.namespace": o.GetNamespace()}) {
-			continue
-		}
-		out = append(out, o.(runtime.Object).DeepCopyObject())
+	out := make([]runtime.Object, len(kept))
+	for i, o := range kept {
+		out[i] = o.(runtime.Object).DeepCopyObject()
 	}
 	return out, nil
 }

@@ -109,20 +109,17 @@ func (o *Options) setup(b *backend.Backend) error {
 		name string
 		run  func(ctx context.Context) error
 	}{
-		// As kube's controller: now, and every minute, recreate any that went missing.
-		{"start-system-namespaces-controller", afterEtcd(b, func(ctx context.Context) error {
-			if err := systemNamespaces(ctx); err != nil {
-				return err
-			}
-			go controller.Loop[struct{}](ctx, time.Minute, func(ctx context.Context) error {
+		// As kube's controller: now, and every minute, recreate any that went missing (the
+		// bootstrap hooks below make them before core is ready).
+		{"start-system-namespaces-controller", afterEtcd(b, background(func(ctx context.Context) {
+			controller.Loop[struct{}](ctx, time.Minute, func(ctx context.Context) error {
 				err := systemNamespaces(ctx)
 				if err != nil && ctx.Err() == nil {
 					b.Log.Warn("system namespaces", "err", err)
 				}
 				return err
 			})
-			return nil
-		})},
+		}))},
 		{"bootstrap-controller", afterEtcd(b, func(ctx context.Context) error {
 			if err := systemNamespaces(ctx); err != nil {
 				return err

@@ -86,7 +86,7 @@ func (l *NamespaceLifecycle) get(ctx context.Context, name string) (*corev1.Name
 	obj, err := l.namespaces.Get(ctx, r, "", name)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, apierrors.NewNotFound(corev1.Resource("namespaces"), name)
+			return nil, err // the namespace's 404
 		}
 		return nil, apierrors.NewInternalError(err)
 	}
