@@ -6,10 +6,12 @@
 // validation, the built-in validating plugins (Priority, LimitRanger, PodSecurity),
 // ValidatingAdmissionPolicies, validating webhooks and ResourceQuota.
 //
-// It holds the admission configuration kinds core serves (webhook configurations, policies
-// and their bindings, with kube's defaults and validation), the webhook calls (with a breaker
-// per webhook), the CEL policy engines (kube's libraries) and the watch
-// that keeps the configurations current, read from a registry.Source: core's own registry in
-// core, a copy kept through core's gRPC API in the other services. The built-in plugins are one
-// package each under plugin/.
+// It holds the Chain that runs them in that order and Install, which builds a backend's chain,
+// names its failing webhooks in /readyz?verbose, and keeps the webhooks and policies current
+// with a watch of the admission configuration read from a registry.Source (core's own
+// registry in core, a copy kept through core's gRPC API in the other services). The parts are
+// packages of their own: configuration (the configuration kinds core serves, with kube's
+// defaults and validation), webhook (the webhook calls, with a breaker per webhook), policy
+// (the CEL policy engines, on kube's libraries), match (what webhooks and policies share to
+// match a write) and, one package each, the built-in plugins under plugin/.
 package admission

@@ -15,6 +15,8 @@ import (
 	"github.com/apichain/apichain/pkg/admission/plugin/priority"
 	"github.com/apichain/apichain/pkg/admission/plugin/resourcequota"
 	"github.com/apichain/apichain/pkg/admission/plugin/serviceaccount"
+	"github.com/apichain/apichain/pkg/admission/policy"
+	"github.com/apichain/apichain/pkg/admission/webhook"
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/pkg/registry"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -34,9 +36,9 @@ import (
 type Chain struct {
 	Mutating         []Mutator   // built-in plugins, in order
 	Validating       []Validator // built-in plugins, in order
-	MutatingPolicies *MutatingPolicies
-	Webhooks         *Webhooks
-	Policies         *Policies
+	MutatingPolicies *policy.MutatingPolicies
+	Webhooks         *webhook.Webhooks
+	Policies         *policy.Policies
 	ResourceQuota    *resourcequota.ResourceQuota
 }
 
@@ -110,17 +112,11 @@ func (c *Chain) Validate(ctx context.Context, a admission.Attributes) error {
 	return c.ResourceQuota.Validate(ctx, a)
 }
 
-// ConfigurationResources are the admission configuration kinds core serves.
-func ConfigurationResources() []*registry.Resource {
-	return []*registry.Resource{MutatingAdmissionPolicies(), MutatingAdmissionPolicyBindings(), MutatingWebhookConfigurations(),
-		ValidatingAdmissionPolicies(), ValidatingAdmissionPolicyBindings(), ValidatingWebhookConfigurations()}
-}
-
 // webhooksCheck names the webhooks that keep failing in /readyz?verbose. It always passes: an
 // endpoint outside apichain being down is no reason to take a replica out of rotation (each
 // request gets its webhook's failurePolicy answer), but it is the first question when
 // requests fail or slow down.
-type webhooksCheck struct{ w *Webhooks }
+type webhooksCheck struct{ w *webhook.Webhooks }
 
 func (webhooksCheck) Name() string              { return "admission-webhooks" }
 func (webhooksCheck) Check(*http.Request) error { return nil }
@@ -150,12 +146,12 @@ func (c webhooksCheck) Note() string {
 // are installed where h serves them. The backend is not ready before the configuration was
 // read once, so no replica admits a request without what applies to it.
 func Install(b *backend.Backend, h *registry.Handler, config registry.Source, params ...*registry.Client) error {
-	w, err := NewWebhooks(Namespaces(config), b.Log)
+	w, err := webhook.NewWebhooks(Namespaces(config), b.Log)
 	if err != nil {
 		return err
 	}
-	p := NewPolicies(Namespaces(config), b.Log, params...)
-	mp := NewMutatingPolicies(p)
+	p := policy.NewPolicies(Namespaces(config), b.Log, params...)
+	mp := policy.NewMutatingPolicies(p)
 	chain := &Chain{Mutating: []Mutator{namespacelifecycle.New(config)}, Webhooks: w, Policies: p, MutatingPolicies: mp}
 	local := registry.NewClient(h)
 	if _, ok := local.Lookup(corev1.SchemeGroupVersion.WithResource("resourcequotas")); ok {

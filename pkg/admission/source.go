@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apichain/apichain/pkg/admission/match"
 	"github.com/apichain/apichain/pkg/registry"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -67,7 +68,7 @@ func typed[T runtime.Object](objs []runtime.Object) []T {
 
 // Namespaces reads namespaces for namespaceSelector through client: from its cache, and live
 // when the cache does not have it yet (a namespace created a moment ago).
-func Namespaces(client registry.Source) NamespaceGetter {
+func Namespaces(client registry.Source) match.NamespaceGetter {
 	return func(ctx context.Context, name string) (*corev1.Namespace, error) {
 		r, ok := client.Lookup(corev1.SchemeGroupVersion.WithResource("namespaces"))
 		if !ok {

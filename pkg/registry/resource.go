@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -147,6 +148,20 @@ type Conversion struct {
 }
 
 // specField is the field whose changes bump generation.
+// Of is a New or NewList function: it returns a new, empty T.
+func Of[T any, PT interface {
+	*T
+	runtime.Object
+}]() func() runtime.Object {
+	return func() runtime.Object { return PT(new(T)) }
+}
+
+// NewReview is a create-only review API (TokenReview, SubjectAccessReview, ...).
+func NewReview(gv schema.GroupVersion, name, kind string, namespaced bool, newObj func() runtime.Object) *Resource {
+	return &Resource{GroupVersion: gv, Name: name, SingularName: strings.ToLower(kind), Kind: kind,
+		Namespaced: namespaced, Review: true, New: newObj}
+}
+
 func (r *Resource) specField() string {
 	if r.SpecField != "" {
 		return r.SpecField

@@ -20,6 +20,47 @@ var (
 // AgeColumn lets a kind place Age among its columns; Cells then returns AgeCell(obj) there.
 var AgeColumn = ageColumn
 
+// Column is a kubectl column of a kind's table.
+func Column(name, typ, desc string) metav1.TableColumnDefinition {
+	return metav1.TableColumnDefinition{Name: name, Type: typ, Description: desc}
+}
+
+// Wide makes a column one that kubectl shows only with -o wide.
+func Wide(c metav1.TableColumnDefinition) metav1.TableColumnDefinition {
+	c.Priority = 1
+	return c
+}
+
+// CreatedAtColumns are the table of kinds kube prints with their creation time only (roles,
+// limit ranges, ...); CreatedAtCells are their cells.
+var CreatedAtColumns = []metav1.TableColumnDefinition{Column("Created At", "date", metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"])}
+
+// CreatedAtCells are the cells of CreatedAtColumns.
+func CreatedAtCells(o runtime.Object) []any {
+	acc := o.(metav1.Object)
+	return []any{acc.GetCreationTimestamp().UTC().Format(time.RFC3339)}
+}
+
+// MarkedDefault is the Name cell of a class kind: " (default)" after the name of the class
+// whose annotation says it is the default, as kube prints it.
+func MarkedDefault(annotation string) func(runtime.Object) string {
+	return func(o runtime.Object) string {
+		acc := o.(metav1.Object)
+		if acc.GetAnnotations()[annotation] == "true" {
+			return acc.GetName() + " (default)"
+		}
+		return acc.GetName()
+	}
+}
+
+// OrNone is a cell's text: s, or kube's "<none>" when it is empty.
+func OrNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
+
 // AgeCell is the Age cell of obj, kube's human duration since creation.
 func AgeCell(obj runtime.Object) any {
 	acc, err := meta.Accessor(obj)

@@ -11,6 +11,7 @@ import (
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	proxyv1 "github.com/apichain/apichain/gen/apichain/proxy/v1"
 	"github.com/apichain/apichain/pkg/admission"
+	"github.com/apichain/apichain/pkg/admission/configuration"
 	"github.com/apichain/apichain/pkg/apiregistration"
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/pkg/registry"
@@ -63,7 +64,7 @@ func (o *Options) setup(b *backend.Backend) error {
 	// What the aggregator only reads, copied through the owners' gRPC API: admission's
 	// configurations, namespaces, and the Services and EndpointSlices aggregated servers are
 	// reached by (core's); CRDs (extensions').
-	core, err := remote.Install(b, topology.Core, append(admission.ConfigurationResources(), registry.Namespaces(),
+	core, err := remote.Install(b, topology.Core, append(configuration.Resources(), registry.Namespaces(),
 		proxy.Services(), proxy.EndpointSlices())...)
 	if err != nil {
 		return err

@@ -9,6 +9,11 @@ import (
 	"context"
 	"time"
 
+	"github.com/apichain/apichain/services/core/builtin/defaulting"
+	"github.com/apichain/apichain/services/core/builtin/rbac"
+	"github.com/apichain/apichain/services/core/builtin/scheduling"
+	"github.com/apichain/apichain/services/core/builtin/validate"
+
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	"github.com/apichain/apichain/pkg/admission"
@@ -66,13 +71,13 @@ func (o *Options) setup(b *backend.Backend) error {
 	if err != nil {
 		return err
 	}
-	builtin.AllowPrivileged(o.AllowPrivileged)
+	validate.AllowPrivileged(o.AllowPrivileged)
 	network, err := o.Network.Parse()
 	if err != nil {
 		return err
 	}
 	alloc := servicenet.NewAllocator(network)
-	escalation := &builtin.Escalation{}
+	escalation := &rbac.Escalation{}
 	set := registry.NewSet(builtin.Resources(builtin.Options{Escalation: escalation, Etcd: b.Etcd, Services: alloc})...)
 	h, err := b.InstallRegistry(scheme, set)
 	if err != nil {
@@ -80,7 +85,7 @@ func (o *Options) setup(b *backend.Backend) error {
 	}
 	b.ClaimKeys(servicenet.NodePortKeys)
 	client := registry.NewClient(h) // what the controllers read and write through
-	escalation.Policy = builtin.PolicyFrom(client)
+	escalation.Policy = rbac.PolicyFrom(client)
 	if err := alloc.Bind(client, b.Store()); err != nil {
 		return err
 	}
@@ -134,10 +139,10 @@ func (o *Options) setup(b *backend.Backend) error {
 		// The default roles include some in kube-system and kube-public.
 		{"rbac/bootstrap-roles", afterEtcd(b, func(ctx context.Context) error { return bootstrap.Ensure(ctx, client, systemNamespaces) })},
 		{"scheduling/bootstrap-system-priority-classes", afterEtcd(b, func(ctx context.Context) error {
-			return bootstrap.EnsureObjects(ctx, client, schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"), builtin.SystemPriorityClasses())
+			return bootstrap.EnsureObjects(ctx, client, schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"), scheduling.SystemPriorityClasses())
 		})},
 		{"priority-and-fairness-config-producer", func(ctx context.Context) error {
-			return bootstrap.EnsureFlowControl(ctx, client, b.Log, builtin.DefaultFlowControl)
+			return bootstrap.EnsureFlowControl(ctx, client, b.Log, defaulting.Set)
 		}},
 		{"start-clusterrole-aggregation-controller", background(func(ctx context.Context) { clusterroleaggregation.Run(ctx, client, b.Log, 5*time.Minute) })},
 		{"start-serviceaccount-controller", background(func(ctx context.Context) { serviceaccount.Run(ctx, client, ca, b.Log, 30*time.Second) })},

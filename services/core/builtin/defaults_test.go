@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/apichain/apichain/pkg/registry"
-	appsv1 "k8s.io/api/apps/v1"
+	"github.com/apichain/apichain/services/core/builtin/defaulting"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,27 +86,6 @@ func TestDefaultsMatchKube(t *testing.T) {
 	}
 }
 
-func TestImageTag(t *testing.T) {
-	for image, want := range map[string]string{
-		"nginx": "latest", "nginx:1.27": "1.27", "nginx:latest": "latest", "localhost:5000/nginx": "latest",
-		"localhost:5000/nginx:v2": "v2", "nginx@sha256:abc": "", "nginx:1.2@sha256:abc": "1.2",
-	} {
-		if got := imageTag(image); got != want {
-			t.Errorf("imageTag(%q) = %q, want %q", image, got, want)
-		}
-	}
-}
-
-// A type with no defaulted part is not walked at all.
-func TestNoPlanForUndefaultedKinds(t *testing.T) {
-	if w := planFor(reflect.TypeOf(&corev1.ServiceAccount{}).Elem()); w != nil {
-		t.Error("ServiceAccount has a defaulting walk, but nothing in it has defaults")
-	}
-	if w := planFor(reflect.TypeOf(&appsv1.Deployment{}).Elem()); w == nil {
-		t.Error("Deployment has no defaulting walk")
-	}
-}
-
 // The +default markers of k8s.io/api's types are applied where the types appear.
 func TestDeclaredDefaults(t *testing.T) {
 	pod := &corev1.Pod{Spec: corev1.PodSpec{
@@ -114,7 +93,7 @@ func TestDeclaredDefaults(t *testing.T) {
 		Containers: []corev1.Container{{Name: "c", Ports: []corev1.ContainerPort{{ContainerPort: 80}},
 			LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9}}}}},
 	}}
-	setDefaults(pod)
+	defaulting.Set(pod)
 	rbd := pod.Spec.Volumes[0].RBD
 	if rbd.RBDPool != "rbd" || rbd.RadosUser != "admin" || rbd.Keyring != "/etc/ceph/keyring" {
 		t.Errorf("rbd defaults: %+v", rbd)
@@ -126,12 +105,12 @@ func TestDeclaredDefaults(t *testing.T) {
 		t.Errorf("grpc service %v, want a pointer to \"\"", s)
 	}
 	rc := &corev1.ReplicationController{Spec: corev1.ReplicationControllerSpec{}}
-	setDefaults(rc)
+	defaulting.Set(rc)
 	if rc.Spec.Replicas == nil || *rc.Spec.Replicas != 1 {
 		t.Errorf("rc replicas %v", rc.Spec.Replicas)
 	}
 	other := &corev1.ReplicationController{}
-	setDefaults(other)
+	defaulting.Set(other)
 	if other.Spec.Replicas == rc.Spec.Replicas {
 		t.Error("two objects share one defaulted pointer")
 	}

@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // FuzzDefaultAndValidate: whatever a client sends that decodes, defaulting, the create
 // strategy and validation of the built-in kinds neither panic nor loop (go test -fuzz
-// FuzzDefaultAndValidate ./builtin).
+// FuzzDefaultAndValidate ./services/core/builtin).
 func FuzzDefaultAndValidate(f *testing.F) {
 	for _, seed := range []string{
 		`{"spec":{"containers":[{"name":"c","image":"x","ports":[{"containerPort":80}]}]}}`,
@@ -46,14 +43,6 @@ func FuzzDefaultAndValidate(f *testing.F) {
 			if res.Cells != nil {
 				_ = res.Cells(obj)
 			}
-		}
-		var d appsv1.Deployment
-		if json.Unmarshal(data, &d) == nil {
-			setDefaults(&d)
-		}
-		var p corev1.Pod
-		if json.Unmarshal(data, &p) == nil {
-			_ = podQOS(&p)
 		}
 	})
 }

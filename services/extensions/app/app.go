@@ -9,6 +9,7 @@ import (
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	"github.com/apichain/apichain/pkg/admission"
+	"github.com/apichain/apichain/pkg/admission/configuration"
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/registry/remote"
@@ -39,7 +40,7 @@ func Setup(b *backend.Backend) error {
 	client := registry.NewClient(h)
 	// Admission reads core's configurations and namespaces from a copy of them, kept through
 	// core's gRPC API.
-	core, err := remote.Install(b, topology.Core, append(admission.ConfigurationResources(), registry.Namespaces())...)
+	core, err := remote.Install(b, topology.Core, append(configuration.Resources(), registry.Namespaces())...)
 	if err != nil {
 		return err
 	}

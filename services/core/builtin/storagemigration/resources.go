@@ -1,0 +1,11 @@
+// Package storagemigration is the storagemigration.k8s.io/v1 group as core serves it: StorageVersionMigrations.
+package storagemigration
+
+import (
+	"github.com/apichain/apichain/pkg/registry"
+)
+
+// Resources are the group's resources in kube's order.
+func Resources() []*registry.Resource {
+	return []*registry.Resource{storageVersionMigrations()}
+}
