@@ -83,7 +83,9 @@ func (h *Handler) lookup(ctx context.Context, ref *resourcev1.ResourceRef, verb 
 			return nil, apierrors.NewNotFound(schema.GroupResource{Group: gvr.Group, Resource: gvr.Resource + "/" + sub}, ref.GetName())
 		}
 	}
-	if r.Namespaced && ref.GetNamespace() == "" && ref.GetName() != "" {
+	// A namespaced object has no path without its namespace; a list or watch across namespaces
+	// names its objects with a metadata.name field selector, which is no such path.
+	if r.Namespaced && ref.GetNamespace() == "" && ref.GetName() != "" && verb != "list" && verb != "watch" {
 		return nil, apierrors.NewNotFound(r.GroupResource(), ref.GetName())
 	}
 	if w := r.deprecation(); w != "" {

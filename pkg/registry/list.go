@@ -40,11 +40,12 @@ func parseSelector(r *Resource, opts *resourcev1.ListOptions) (selector, error) 
 	if err != nil {
 		return selector{}, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requested field selector: %v", err))
 	}
-	supported := fieldSet(r, r.New())
-	for _, req := range fs.Requirements() {
-		if _, ok := supported[req.Field]; !ok {
-			return selector{}, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
-		}
+	convert := r.FieldLabelConversion
+	if convert == nil {
+		convert = runtime.DefaultMetaV1FieldSelectorConversion
+	}
+	if fs, err = fs.Transform(fields.TransformFunc(convert)); err != nil {
+		return selector{}, apierrors.NewBadRequest(err.Error())
 	}
 	return selector{labels: ls, fields: fs}, nil
 }

@@ -87,8 +87,9 @@ func TestListSelectors(t *testing.T) {
 			{"app=(", "", "unable to parse requested label selector"},
 			{"app=a b", "", "unable to parse requested label selector"},
 			{"bad key!=x", "", "unable to parse requested label selector"},
-			{"", "data.k=1", "field label not supported: data.k"},
-			{"", "spec.nodeName=n1", "field label not supported"},
+			// ConfigMaps have kube's default field label conversion, and its words.
+			{"", "data.k=1", `"data.k" is not a known field selector: only "metadata.name", "metadata.namespace"`},
+			{"", "spec.nodeName=n1", `"spec.nodeName" is not a known field selector`},
 			{"", "metadata.name", "unable to parse requested field selector"},
 			{"", "metadata.name=a,", ""},
 		} {

@@ -40,9 +40,13 @@ func prefix(r *Resource, namespace string) string {
 	return k
 }
 
-// resourcePrefix is the key prefix of all of a resource's objects.
+// resourcePrefix is the key prefix of all of a resource's objects: its group's, or the group's
+// it is stored in (events.k8s.io's Events are core's).
 func resourcePrefix(r *Resource) string {
 	g := r.GroupVersion.Group
+	if r.Convert != nil {
+		g = r.Convert.Stored.Group
+	}
 	if g == "" {
 		g = "core"
 	}

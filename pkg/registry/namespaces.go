@@ -50,7 +50,8 @@ func Namespaces() *Resource {
 		FieldLabels: func(o runtime.Object) fields.Set {
 			return fields.Set{"status.phase": string(o.(*corev1.Namespace).Status.Phase)}
 		},
-		Columns: []metav1.TableColumnDefinition{metav1.TableColumnDefinition{Name: "Status", Type: "string", Description: "The status of the namespace"}, AgeColumn},
+		FieldLabelConversion: SupportedFieldLabels("status.phase", "metadata.name"),
+		Columns:              []metav1.TableColumnDefinition{metav1.TableColumnDefinition{Name: "Status", Type: "string", Description: "The status of the namespace"}, AgeColumn},
 		Cells: func(o runtime.Object) []any {
 			return []any{string(o.(*corev1.Namespace).Status.Phase), AgeCell(o)}
 		},

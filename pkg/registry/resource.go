@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -69,8 +70,9 @@ type Resource struct {
 	// StoredAs is the group/version objects are stored in when it is not the resource's own (a
 	// custom resource served in several versions is stored in its CRD's storage version).
 	StoredAs schema.GroupVersion
-	// Convert, when set, stores a typed kind in another version of its group (kube keeps
-	// autoscaling/v1 HorizontalPodAutoscalers as autoscaling/v2).
+	// Convert, when set, stores a typed kind in another version (kube keeps autoscaling/v1
+	// HorizontalPodAutoscalers as autoscaling/v2, and events.k8s.io/v1 Events as core/v1's,
+	// under the stored group's keys).
 	Convert *Conversion
 	// TypeConverter types a custom resource's objects for server-side apply (from its
 	// schema); without one they are typed by their content.
@@ -97,9 +99,15 @@ type Resource struct {
 	// merge (status kept or taken, generation bumped): a CRD records its new storage version, a
 	// custom resource is pruned and defaulted.
 	PrepareForUpdate func(obj, old runtime.Object)
-	// FieldLabels returns the kind-specific field selector values (metadata.name and, for
-	// namespaced kinds, metadata.namespace are always there).
+	// FieldLabels returns the kind-specific field selector values, under the labels
+	// FieldLabelConversion gives (metadata.name and, for namespaced kinds, metadata.namespace
+	// are always there).
 	FieldLabels func(obj runtime.Object) fields.Set
+	// FieldLabelConversion is the kind's field label conversion, as kube registers one per
+	// version (AddFieldLabelConversionFunc): which labels a field selector may use, the label
+	// FieldLabels gives each one's value under, and the kind's own error for the others. Nil is
+	// kube's default: metadata.name and metadata.namespace only.
+	FieldLabelConversion runtime.FieldLabelConversionFunc
 	// NameCell, when set, is the Name column's text (kube marks the default IngressClass and
 	// StorageClass with " (default)").
 	NameCell func(obj runtime.Object) string
@@ -154,6 +162,17 @@ func Of[T any, PT interface {
 	runtime.Object
 }]() func() runtime.Object {
 	return func() runtime.Object { return PT(new(T)) }
+}
+
+// SupportedFieldLabels is the field label conversion of most kinds that have one: the labels
+// are taken as they are, any other is refused with kube's "field label not supported".
+func SupportedFieldLabels(labels ...string) runtime.FieldLabelConversionFunc {
+	return func(label, value string) (string, string, error) {
+		if slices.Contains(labels, label) {
+			return label, value, nil
+		}
+		return "", "", fmt.Errorf("field label not supported: %s", label)
+	}
 }
 
 // NewReview is a create-only review API (TokenReview, SubjectAccessReview, ...).

@@ -164,6 +164,16 @@ func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensio
 	if len(v.SelectableFields) > 0 {
 		r.FieldLabels = selectableFields(v.SelectableFields)
 	}
+	// kube's custom resource converter: metadata.name, metadata.namespace when namespaced, and
+	// the version's selectable fields; any other label is "not supported".
+	labels := []string{"metadata.name"}
+	if r.Namespaced {
+		labels = append(labels, "metadata.namespace")
+	}
+	for _, f := range v.SelectableFields {
+		labels = append(labels, strings.TrimPrefix(f.JSONPath, "."))
+	}
+	r.FieldLabelConversion = registry.SupportedFieldLabels(labels...)
 	if len(v.AdditionalPrinterColumns) > 0 {
 		pc, err := newPrinterColumns(v.AdditionalPrinterColumns)
 		if err != nil {

@@ -55,6 +55,13 @@ func jobs() *registry.Resource {
 		FieldLabels: func(o runtime.Object) fields.Set {
 			return fields.Set{"status.successful": fmt.Sprint(o.(*batchv1.Job).Status.Succeeded)}
 		},
+		FieldLabelConversion: func(label, value string) (string, string, error) {
+			switch label {
+			case "metadata.name", "metadata.namespace", "status.successful":
+				return label, value, nil
+			}
+			return "", "", fmt.Errorf("field label %q not supported for batchv1.Job", label)
+		},
 		Columns: []metav1.TableColumnDefinition{
 			registry.Column("Status", "string", "Status of the job."),
 			registry.Column("Completions", "string", batchv1.JobStatus{}.SwaggerDoc()["succeeded"]),

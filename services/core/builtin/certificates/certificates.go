@@ -97,6 +97,7 @@ func certificateSigningRequests() *registry.Resource {
 		FieldLabels: func(o runtime.Object) fields.Set {
 			return fields.Set{"spec.signerName": o.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}
 		},
+		FieldLabelConversion: registry.SupportedFieldLabels("metadata.name", "spec.signerName"),
 	}
 }
 
@@ -251,6 +252,10 @@ func clusterTrustBundles() *registry.Resource {
 	return &registry.Resource{GroupVersion: certificatesv1.SchemeGroupVersion, Name: "clustertrustbundles", SingularName: "clustertrustbundle",
 		Kind: "ClusterTrustBundle", NoAgeColumn: true,
 		New: registry.Of[certificatesv1.ClusterTrustBundle](), NewList: registry.Of[certificatesv1.ClusterTrustBundleList](),
+		FieldLabels: func(o runtime.Object) fields.Set {
+			return fields.Set{"spec.signerName": o.(*certificatesv1.ClusterTrustBundle).Spec.SignerName}
+		},
+		FieldLabelConversion: registry.SupportedFieldLabels("metadata.name", "spec.signerName"),
 		ValidateName: func(name string, _ bool) []string {
 			return nil // checked with the signer name in Validate
 		},
@@ -333,6 +338,12 @@ func podCertificateRequests() *registry.Resource {
 	return &registry.Resource{GroupVersion: certificatesv1.SchemeGroupVersion, Name: "podcertificaterequests", SingularName: "podcertificaterequest",
 		Kind: "PodCertificateRequest", Namespaced: true, Subresources: []string{"status"}, HasSpec: true, NoAgeColumn: true,
 		New: registry.Of[certificatesv1.PodCertificateRequest](), NewList: registry.Of[certificatesv1.PodCertificateRequestList](),
+		// kube's conversion takes no metadata.namespace for this namespaced kind.
+		FieldLabels: func(o runtime.Object) fields.Set {
+			s := o.(*certificatesv1.PodCertificateRequest).Spec
+			return fields.Set{"spec.signerName": s.SignerName, "spec.podName": s.PodName, "spec.nodeName": string(s.NodeName)}
+		},
+		FieldLabelConversion: registry.SupportedFieldLabels("metadata.name", "spec.signerName", "spec.podName", "spec.nodeName"),
 		Validate: func(o runtime.Object) field.ErrorList {
 			s := o.(*certificatesv1.PodCertificateRequest).Spec
 			p := field.NewPath("spec")

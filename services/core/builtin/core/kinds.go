@@ -9,7 +9,6 @@ import (
 	"github.com/apichain/apichain/services/core/builtin/validate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -100,10 +99,6 @@ func validateSecretUpdate(o, old runtime.Object) field.ErrorList {
 	return append(errs, immutable(field.NewPath("data"), os.Immutable, changed, s.Immutable)...)
 }
 
-func secretFields(o runtime.Object) fields.Set {
-	return fields.Set{"type": string(o.(*corev1.Secret).Type)}
-}
-
 var secretColumns = []metav1.TableColumnDefinition{
 	registry.Column("Type", "string", corev1.Secret{}.SwaggerDoc()["type"]),
 	registry.Column("Data", "string", corev1.Secret{}.SwaggerDoc()["data"]),
@@ -119,17 +114,6 @@ var serviceAccountColumns = []metav1.TableColumnDefinition{registry.Column("Secr
 
 func serviceAccountCells(o runtime.Object) []any {
 	return []any{int64(len(o.(*corev1.ServiceAccount).Secrets)), registry.AgeCell(o)}
-}
-
-func eventFields(o runtime.Object) fields.Set {
-	e := o.(*corev1.Event)
-	return fields.Set{
-		"involvedObject.kind": e.InvolvedObject.Kind, "involvedObject.namespace": e.InvolvedObject.Namespace,
-		"involvedObject.name": e.InvolvedObject.Name, "involvedObject.uid": string(e.InvolvedObject.UID),
-		"involvedObject.apiVersion": e.InvolvedObject.APIVersion, "involvedObject.resourceVersion": e.InvolvedObject.ResourceVersion,
-		"involvedObject.fieldPath": e.InvolvedObject.FieldPath, "reason": e.Reason, "reportingComponent": e.ReportingController,
-		"source": e.Source.Component, "type": e.Type,
-	}
 }
 
 // preparePod is kube's pod strategy on create: a Pending status with the pod's QoS class, and
@@ -202,14 +186,6 @@ func requirementsQOS(r *corev1.ResourceRequirements) corev1.PodQOSClass {
 		}
 	}
 	return qos
-}
-
-func podFields(o runtime.Object) fields.Set {
-	p := o.(*corev1.Pod)
-	return fields.Set{"spec.nodeName": p.Spec.NodeName, "spec.restartPolicy": string(p.Spec.RestartPolicy),
-		"spec.schedulerName": p.Spec.SchedulerName, "spec.serviceAccountName": p.Spec.ServiceAccountName,
-		"spec.hostNetwork": fmt.Sprint(p.Spec.HostNetwork), "status.phase": string(p.Status.Phase),
-		"status.podIP": p.Status.PodIP, "status.nominatedNodeName": p.Status.NominatedNodeName}
 }
 
 var podColumns = []metav1.TableColumnDefinition{

@@ -28,7 +28,7 @@ func Resources(etcd *clientv3.Client, services ServiceAllocator, budgets *regist
 		// binding, eviction, ephemeralcontainers and resize are served here; the others by the gateway.
 		Subresources: []string{"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "proxy", "resize", "status"},
 		New:          registry.Of[corev1.Pod](), NewList: registry.Of[corev1.PodList](), PrepareForCreate: preparePod, Validate: validatePod,
-		ValidateUpdate: validatePodUpdate, FieldLabels: podFields, GracefulDelete: podGracefulDelete,
+		ValidateUpdate: validatePodUpdate, FieldLabels: podFields, FieldLabelConversion: podFieldLabelConversion, GracefulDelete: podGracefulDelete,
 		Merges: podMerges, Columns: podColumns, Cells: podCells}
 	podsOf := func() *registry.Resource { return pods }
 	pods.Actions = map[string]*registry.Action{"binding": bindingAction(podsOf),
@@ -49,19 +49,21 @@ func Resources(etcd *clientv3.Client, services ServiceAllocator, budgets *regist
 			Validate: validateConfigMap, ValidateUpdate: validateConfigMapUpdate, Columns: configMapColumns, Cells: configMapCells},
 		{GroupVersion: v1, Name: "secrets", SingularName: "secret", Kind: "Secret", Namespaced: true,
 			New: registry.Of[corev1.Secret](), NewList: registry.Of[corev1.SecretList](),
-			Validate: validateSecret, ValidateUpdate: validateSecretUpdate, FieldLabels: secretFields,
+			Validate: validateSecret, ValidateUpdate: validateSecretUpdate, FieldLabels: secretFields, FieldLabelConversion: secretFieldLabels,
 			Columns: secretColumns, Cells: secretCells},
 		{GroupVersion: v1, Name: "serviceaccounts", SingularName: "serviceaccount", Kind: "ServiceAccount", Namespaced: true,
 			ShortNames: []string{"sa"}, Subresources: []string{"token"}, New: registry.Of[corev1.ServiceAccount](), NewList: registry.Of[corev1.ServiceAccountList](),
 			Columns: serviceAccountColumns, Cells: serviceAccountCells},
 		{GroupVersion: v1, Name: "events", SingularName: "event", Kind: "Event", Namespaced: true, ShortNames: []string{"ev"},
-			New: registry.Of[corev1.Event](), NewList: registry.Of[corev1.EventList](), FieldLabels: eventFields},
+			New: registry.Of[corev1.Event](), NewList: registry.Of[corev1.EventList](), FieldLabels: EventFields,
+			FieldLabelConversion: eventFieldLabels},
 		{GroupVersion: v1, Name: "endpoints", SingularName: "endpoints", Kind: "Endpoints", Namespaced: true, ShortNames: []string{"ep"},
 			New: registry.Of[corev1.Endpoints](), NewList: registry.Of[corev1.EndpointsList]()},
 		servicesResource(services),
 		pods,
 		{GroupVersion: v1, Name: "nodes", SingularName: "node", Kind: "Node", ShortNames: []string{"no"},
 			Subresources: []string{"status"}, HasSpec: true, NoGeneration: true, New: registry.Of[corev1.Node](), NewList: registry.Of[corev1.NodeList](),
+			FieldLabels: nodeFields, FieldLabelConversion: nodeFieldLabels,
 			Columns: nodeColumns, Cells: nodeCells},
 	}
 }

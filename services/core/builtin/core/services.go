@@ -26,7 +26,8 @@ func servicesResource(alloc ServiceAllocator) *registry.Resource {
 		PrepareForCreate: func(_ context.Context, o runtime.Object) { o.(*corev1.Service).Status = corev1.ServiceStatus{} },
 		Validate:         func(o runtime.Object) field.ErrorList { return validateService(o.(*corev1.Service)) },
 		ValidateUpdate:   validateServiceUpdate,
-		Columns:          serviceColumns, Cells: serviceCells}
+		FieldLabels:      serviceFields, FieldLabelConversion: serviceFieldLabels,
+		Columns: serviceColumns, Cells: serviceCells}
 	if alloc != nil {
 		r.Allocate, r.Release = alloc.Allocate, alloc.Release
 	}

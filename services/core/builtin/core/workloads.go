@@ -38,6 +38,7 @@ func replicationControllers() *registry.Resource {
 		Kind: "ReplicationController", Namespaced: true, ShortNames: []string{"rc"}, Categories: []string{"all"},
 		Subresources: []string{"scale", "status"}, HasSpec: true,
 		New: registry.Of[corev1.ReplicationController](), NewList: registry.Of[corev1.ReplicationControllerList](),
+		FieldLabels: replicationControllerFields, FieldLabelConversion: replicationControllerFieldLabels,
 		Validate: func(o runtime.Object) field.ErrorList {
 			s := &o.(*corev1.ReplicationController).Spec
 			p := field.NewPath("spec")

@@ -1,6 +1,7 @@
 package dra
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -182,6 +183,13 @@ func resourceSlices() *registry.Resource {
 				node = *s.NodeName
 			}
 			return fields.Set{"spec.nodeName": node, "spec.driver": s.Driver}
+		},
+		FieldLabelConversion: func(label, value string) (string, string, error) {
+			switch label {
+			case "metadata.name", "spec.nodeName", "spec.driver":
+				return label, value, nil
+			}
+			return "", "", fmt.Errorf("field label not supported for %s: %s", resourcev1.SchemeGroupVersion.WithKind("ResourceSlice"), label)
 		},
 		Columns: []metav1.TableColumnDefinition{
 			registry.Column("Node", "string", resourcev1.ResourceSliceSpec{}.SwaggerDoc()["nodeName"]),
