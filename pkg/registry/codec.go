@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"mime"
@@ -172,7 +173,7 @@ func (s *Scheme) decode(data []byte, contentType string, into runtime.Object, gv
 	}
 	out, got, err := s.Codecs.DecoderToVersion(ser, gvk.GroupVersion()).Decode(data, &gvk, into)
 	if err != nil {
-		return &decodeError{StatusError: apierrors.NewBadRequest(err.Error()), cause: err}
+		return &decodeError{StatusError: decodeFailure(err, got, gvk.Kind, data), cause: err}
 	}
 	if got != nil && (got.Kind != gvk.Kind || got.GroupVersion() != gvk.GroupVersion()) {
 		return apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", got.GroupVersion(), gvk.GroupVersion()))
@@ -181,6 +182,28 @@ func (s *Scheme) decode(data []byte, contentType string, into runtime.Object, gv
 		return apierrors.NewBadRequest("decoded into an unexpected type")
 	}
 	return nil
+}
+
+// decodeFailure is kube's 400 for a body that does not decode as kind (its handlers'
+// transformDecodeError): the kind and version the body names when it names them, else the start
+// of the body.
+func decodeFailure(err error, got *schema.GroupVersionKind, kind string, data []byte) *apierrors.StatusError {
+	if got != nil && got.Kind != "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", got.Kind, got.Version, kind, err))
+	}
+	const most = 30
+	summary := "<empty>"
+	switch {
+	case len(data) > 0 && data[0] == '{' && len(data) > most:
+		summary = string(data[:most]) + " ..."
+	case len(data) > 0 && data[0] == '{':
+		summary = string(data)
+	case len(data) > most:
+		summary = hex.EncodeToString(data[:most]) + " ..."
+	case len(data) > 0:
+		summary = hex.EncodeToString(data)
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", kind, err, summary))
 }
 
 // unsupportedMediaType is kube's 415 for a body it cannot read.

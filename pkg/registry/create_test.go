@@ -125,10 +125,22 @@ func TestCreateErrors(t *testing.T) {
 				require.Len(t, st.Details.Causes, 1)
 				assert.Equal(t, "data[no spaces]", st.Details.Causes[0].Field)
 			}},
+		{name: "resourceVersion set", namespace: ns, body: &resourcev1.Body{ContentType: MediaJSON,
+			Data: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"rv","resourceVersion":"5"}}`)},
+			code: 400, reason: metav1.StatusReasonBadRequest,
+			check: func(t *testing.T, st *metav1.Status) {
+				assert.Equal(t, "resourceVersion should not be set on objects to be created", st.Message)
+			}},
+		// kube validates before its storage looks at the resourceVersion.
+		{name: "resourceVersion set on an invalid object", namespace: ns, body: &resourcev1.Body{ContentType: MediaJSON,
+			Data: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Bad_Name","resourceVersion":"5"}}`)},
+			code: 422, reason: metav1.StatusReasonInvalid},
 		{name: "strict unknown field", namespace: ns, opts: &resourcev1.WriteOptions{FieldValidation: "Strict"},
 			body: &resourcev1.Body{ContentType: MediaJSON, Data: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"strict"},"bogus":1}`)},
 			code: 400, reason: metav1.StatusReasonBadRequest,
-			check: func(t *testing.T, st *metav1.Status) { assert.Contains(t, st.Message, `unknown field "bogus"`) }},
+			check: func(t *testing.T, st *metav1.Status) {
+				assert.Equal(t, `ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "bogus"`, st.Message)
+			}},
 		{name: "strict duplicate field", namespace: ns, opts: &resourcev1.WriteOptions{FieldValidation: "Strict"},
 			body: &resourcev1.Body{ContentType: MediaJSON, Data: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup","name":"dup2"}}`)},
 			code: 400, reason: metav1.StatusReasonBadRequest,
@@ -147,7 +159,10 @@ func TestCreateErrors(t *testing.T) {
 		{name: "empty body", namespace: ns, body: &resourcev1.Body{ContentType: MediaJSON}, code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "nil body", namespace: ns, code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "malformed json", namespace: ns, body: &resourcev1.Body{ContentType: MediaJSON, Data: []byte(`{"metadata":`)},
-			code: 400, reason: metav1.StatusReasonBadRequest},
+			code: 400, reason: metav1.StatusReasonBadRequest,
+			check: func(t *testing.T, st *metav1.Status) {
+				assert.Equal(t, `the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: unexpected end of JSON input ({"metadata":)`, st.Message)
+			}},
 		{name: "wrong kind", namespace: ns, body: &resourcev1.Body{ContentType: MediaJSON, Data: []byte(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}`)},
 			code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "wrong group", namespace: ns, body: &resourcev1.Body{ContentType: MediaJSON, Data: []byte(`{"apiVersion":"apps/v1","kind":"ConfigMap","metadata":{"name":"s"}}`)},
@@ -255,4 +270,15 @@ func TestNotServed(t *testing.T) {
 	// A namespaced resource named without a namespace is a 404.
 	_, err = testH.Get(context.Background(), &resourcev1.GetRequest{Ref: ref(cmResource, "", "x")})
 	requireStatus(t, err, 404, metav1.StatusReasonNotFound)
+}
+
+// kube's dry-run create never reaches its storage's resourceVersion check.
+func TestDryRunCreateIgnoresResourceVersion(t *testing.T) {
+	ns := newNamespace(t)
+	rev := currentRevision(t)
+	_, err := testH.Create(context.Background(), &resourcev1.CreateRequest{Ref: ref(cmResource, ns, ""),
+		Body:    &resourcev1.Body{ContentType: MediaJSON, Data: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dry","resourceVersion":"5"}}`)},
+		Options: &resourcev1.WriteOptions{DryRun: []string{"All"}}})
+	require.NoError(t, err)
+	assert.Equal(t, rev, currentRevision(t), "a dry run writes nothing")
 }

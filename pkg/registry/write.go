@@ -115,9 +115,7 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	if acc.GetResourceVersion() != "" {
-		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
-	}
+	rvSet := acc.GetResourceVersion() != ""
 	if r.Namespaced {
 		if acc.GetNamespace() == "" {
 			acc.SetNamespace(namespace)
@@ -175,7 +173,12 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 		return nil, err
 	}
 	if dryRun {
-		return obj, nil
+		return obj, nil // kube's dry run reads no resourceVersion
+	}
+	// kube's storage refuses a set resourceVersion after validation and admission (its answer
+	// is a 500; apichain's a 400, as for any bad request).
+	if rvSet {
+		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
 	}
 	data, err := h.encodeStored(r, obj)
 	if err != nil {
