@@ -227,6 +227,16 @@ data: {spec: {template: {metadata: {labels: {app: web}}}}}
 		{name: "revision number may change", who: "admin", kubectl: []string{"patch", "controllerrevision", "web-1", "--type=merge", "-p", `{"revision":2}`},
 			want: "controllerrevision.apps/web-1 patched"},
 
+		// Secrets of a well-known type carry its keys; a service's name is a DNS label (kube 1.37
+		// takes RFC 1123 labels, which may start with a digit).
+		invalid("a docker config that is not JSON", "apiVersion: v1\nkind: Secret\nmetadata: {name: regcred, namespace: default}\n"+
+			"type: kubernetes.io/dockerconfigjson\ndata: {.dockerconfigjson: bm90IGpzb24=}\n",
+			`The Secret "regcred" is invalid: data[.dockerconfigjson]: Invalid value: "<secret contents redacted>": invalid character 'o' in literal null (expecting 'u')`),
+		invalid("a TLS secret without its keys", "apiVersion: v1\nkind: Secret\nmetadata: {name: tls, namespace: default}\ntype: kubernetes.io/tls\n",
+			"The Secret \"tls\" is invalid: \n* data[tls.crt]: Required value\n* data[tls.key]: Required value"),
+		invalid("a service named as a subdomain", "apiVersion: v1\nkind: Service\nmetadata: {name: my.svc, namespace: default}\nspec: {ports: [{port: 80}]}\n",
+			`The Service "my.svc" is invalid: metadata.name: Invalid value: "my.svc": must not contain dots`),
+
 		{name: "discovery", who: "admin", kubectl: []string{"api-resources", "--api-group=node.k8s.io"},
 			want: `re:(?m)^runtimeclasses\s+node.k8s.io/v1\s+false\s+RuntimeClass$`},
 		{name: "discovery of ingress classes", who: "admin", kubectl: []string{"api-resources", "--api-group=networking.k8s.io", "-o", "name"},

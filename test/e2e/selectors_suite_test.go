@@ -125,7 +125,7 @@ metadata: {name: j1, namespace: fs1}
 spec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}}}
 `, "job.batch/j1 created"),
 		across("jobs by successes", "jobs", "status.successful=0", "fs1/j1"),
-		list("a label jobs do not have", "/apis/batch/v1/jobs", "status.failed=0", 400, `"message": "field label \"status.failed\" not supported for batchv1.Job"`),
+		list("a label jobs do not have", "/apis/batch/v1/jobs", "status.failed=0", 400, `"message": "field label \"status.failed\" not supported for Job"`),
 		{name: "a certificate signing request", who: "admin", kubectl: []string{"apply", "-f", "{file}"}, want: "certificatesigningrequest.certificates.k8s.io/fs-csr created",
 			file: "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata: {name: fs-csr}\nspec: {request: " + janeCSR + ", signerName: example.com/fs, usages: [client auth]}\n"},
 		get("CSRs by signer", []string{"csr", "--field-selector", "spec.signerName=example.com/fs", "-o", "name"}, "certificatesigningrequest.certificates.k8s.io/fs-csr"),

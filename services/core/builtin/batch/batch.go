@@ -60,7 +60,7 @@ func jobs() *registry.Resource {
 			case "metadata.name", "metadata.namespace", "status.successful":
 				return label, value, nil
 			}
-			return "", "", fmt.Errorf("field label %q not supported for batchv1.Job", label)
+			return "", "", fmt.Errorf("field label %q not supported for Job", label)
 		},
 		Columns: []metav1.TableColumnDefinition{
 			registry.Column("Status", "string", "Status of the job."),

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -86,7 +87,48 @@ func validateSecret(o runtime.Object) field.ErrorList {
 	for k, v := range s.Data {
 		keys, size = append(keys, k), size+len(v)
 	}
-	return validateKeys(field.NewPath("data"), keys, size)
+	data := field.NewPath("data")
+	return append(validateKeys(data, keys, size), validateSecretType(s, data)...)
+}
+
+// validateSecretType is kube's check of the keys a secret's type requires (ValidateSecret).
+func validateSecretType(s *corev1.Secret, data *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	wellFormedJSON := func(key string) {
+		b, ok := s.Data[key]
+		if !ok {
+			errs = append(errs, field.Required(data.Key(key), ""))
+		} else if err := json.Unmarshal(b, &map[string]any{}); err != nil {
+			errs = append(errs, field.Invalid(data.Key(key), "<secret contents redacted>", err.Error()))
+		}
+	}
+	has := func(key string) bool { _, ok := s.Data[key]; return ok }
+	switch s.Type {
+	case corev1.SecretTypeServiceAccountToken:
+		if s.Annotations[corev1.ServiceAccountNameKey] == "" {
+			errs = append(errs, field.Required(field.NewPath("metadata", "annotations").Key(corev1.ServiceAccountNameKey), ""))
+		}
+	case corev1.SecretTypeDockercfg:
+		wellFormedJSON(corev1.DockerConfigKey)
+	case corev1.SecretTypeDockerConfigJson:
+		wellFormedJSON(corev1.DockerConfigJsonKey)
+	case corev1.SecretTypeBasicAuth:
+		// username or password may be empty, but one of them must be there
+		if !has(corev1.BasicAuthUsernameKey) && !has(corev1.BasicAuthPasswordKey) {
+			errs = append(errs, field.Required(data.Key(corev1.BasicAuthUsernameKey), ""), field.Required(data.Key(corev1.BasicAuthPasswordKey), ""))
+		}
+	case corev1.SecretTypeSSHAuth:
+		if len(s.Data[corev1.SSHAuthPrivateKey]) == 0 {
+			errs = append(errs, field.Required(data.Key(corev1.SSHAuthPrivateKey), ""))
+		}
+	case corev1.SecretTypeTLS:
+		for _, key := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
+			if !has(key) {
+				errs = append(errs, field.Required(data.Key(key), ""))
+			}
+		}
+	}
+	return errs
 }
 
 func validateSecretUpdate(o, old runtime.Object) field.ErrorList {

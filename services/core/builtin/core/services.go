@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strings"
 
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+
 	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/services/core/builtin/validate"
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +24,7 @@ import (
 func servicesResource(alloc ServiceAllocator) *registry.Resource {
 	r := &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "services", SingularName: "service", Kind: "Service", Namespaced: true,
 		ShortNames: []string{"svc"}, Categories: []string{"all"}, Subresources: []string{"proxy", "status"}, HasSpec: true, NoGeneration: true,
-		New: registry.Of[corev1.Service](), NewList: registry.Of[corev1.ServiceList](),
+		New: registry.Of[corev1.Service](), NewList: registry.Of[corev1.ServiceList](), ValidateName: apimachineryvalidation.NameIsDNSLabel,
 		PrepareForCreate: func(_ context.Context, o runtime.Object) { o.(*corev1.Service).Status = corev1.ServiceStatus{} },
 		Validate:         func(o runtime.Object) field.ErrorList { return validateService(o.(*corev1.Service)) },
 		ValidateUpdate:   validateServiceUpdate,
