@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -276,9 +277,12 @@ func TestNotServed(t *testing.T) {
 func TestDryRunCreateIgnoresResourceVersion(t *testing.T) {
 	ns := newNamespace(t)
 	rev := currentRevision(t)
-	_, err := testH.Create(context.Background(), &resourcev1.CreateRequest{Ref: ref(cmResource, ns, ""),
+	resp, err := testH.Create(context.Background(), &resourcev1.CreateRequest{Ref: ref(cmResource, ns, ""),
 		Body:    &resourcev1.Body{ContentType: MediaJSON, Data: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dry","resourceVersion":"5"}}`)},
 		Options: &resourcev1.WriteOptions{DryRun: []string{"All"}}})
 	require.NoError(t, err)
 	assert.Equal(t, rev, currentRevision(t), "a dry run writes nothing")
+	var got corev1.ConfigMap
+	require.NoError(t, json.Unmarshal(resp.GetBody().GetData(), &got))
+	assert.Equal(t, "5", got.ResourceVersion, "kube answers with the resourceVersion sent")
 }

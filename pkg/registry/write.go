@@ -115,7 +115,7 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	rvSet := acc.GetResourceVersion() != ""
+	sentRV := acc.GetResourceVersion()
 	if r.Namespaced {
 		if acc.GetNamespace() == "" {
 			acc.SetNamespace(namespace)
@@ -173,11 +173,12 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 		return nil, err
 	}
 	if dryRun {
-		return obj, nil // kube's dry run reads no resourceVersion
+		acc.SetResourceVersion(sentRV) // kube's dry run neither reads nor clears it
+		return obj, nil
 	}
 	// kube's storage refuses a set resourceVersion after validation and admission (its answer
 	// is a 500; apichain's a 400, as for any bad request).
-	if rvSet {
+	if sentRV != "" {
 		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
 	}
 	data, err := h.encodeStored(r, obj)
