@@ -15,6 +15,7 @@ import (
 	"github.com/apichain/apichain/pkg/admission/plugin/priority"
 	"github.com/apichain/apichain/pkg/admission/plugin/resourcequota"
 	"github.com/apichain/apichain/pkg/admission/plugin/serviceaccount"
+	"github.com/apichain/apichain/pkg/admission/plugins"
 	"github.com/apichain/apichain/pkg/admission/policy"
 	"github.com/apichain/apichain/pkg/admission/webhook"
 	"github.com/apichain/apichain/pkg/backend"
@@ -32,14 +33,16 @@ import (
 // StorageObjectInUseProtection where pods are served), MutatingAdmissionPolicies, then
 // mutating webhooks; then (after the kind's own validation) the built-in validating plugins
 // (Priority, LimitRanger, PodSecurity), ValidatingAdmissionPolicies, validating webhooks, and
-// ResourceQuota last (where resource quotas are served).
+// ResourceQuota last (where resource quotas are served). A part is nil when its plugin is
+// disabled (--disable-admission-plugins).
 type Chain struct {
-	Mutating         []Mutator   // built-in plugins, in order
-	Validating       []Validator // built-in plugins, in order
-	MutatingPolicies *policy.MutatingPolicies
-	Webhooks         *webhook.Webhooks
-	Policies         *policy.Policies
-	ResourceQuota    *resourcequota.ResourceQuota
+	Mutating           []Mutator   // built-in plugins, in order
+	Validating         []Validator // built-in plugins, in order
+	MutatingPolicies   *policy.MutatingPolicies
+	MutatingWebhooks   *webhook.Webhooks
+	Policies           *policy.Policies
+	ValidatingWebhooks *webhook.Webhooks
+	ResourceQuota      *resourcequota.ResourceQuota
 }
 
 // Mutator is a built-in plugin that may change the object in place.
@@ -61,15 +64,22 @@ func (c *Chain) Admit(ctx context.Context, a admission.Attributes) (runtime.Obje
 			return nil, err
 		}
 	}
-	obj, mutated, err := c.MutatingPolicies.Admit(ctx, a, false)
-	if err != nil {
-		return nil, err
+	obj, mutated := a.GetObject(), false
+	if c.MutatingPolicies != nil {
+		var err error
+		if obj, mutated, err = c.MutatingPolicies.Admit(ctx, a, false); err != nil {
+			return nil, err
+		}
+		if mutated {
+			setObject(a, obj)
+		}
 	}
-	if mutated {
-		setObject(a, obj)
+	if c.MutatingWebhooks == nil {
+		return obj, nil
 	}
 	before := obj
-	if obj, err = c.Webhooks.Admit(ctx, a); err != nil {
+	obj, err := c.MutatingWebhooks.Admit(ctx, a)
+	if err != nil {
 		return nil, err
 	}
 	if !mutated || obj == nil || apiequality.Semantic.DeepEqual(before, obj) {
@@ -100,16 +110,55 @@ func (c *Chain) Validate(ctx context.Context, a admission.Attributes) error {
 			return err
 		}
 	}
-	if err := c.Policies.Validate(ctx, a); err != nil {
-		return err
+	if c.Policies != nil {
+		if err := c.Policies.Validate(ctx, a); err != nil {
+			return err
+		}
 	}
-	if err := c.Webhooks.Validate(ctx, a); err != nil {
-		return err
+	if c.ValidatingWebhooks != nil {
+		if err := c.ValidatingWebhooks.Validate(ctx, a); err != nil {
+			return err
+		}
 	}
 	if c.ResourceQuota == nil {
 		return nil
 	}
 	return c.ResourceQuota.Validate(ctx, a)
+}
+
+// installPodPlugins adds the enabled built-in plugins that concern pods and their volumes, in
+// kube's order.
+func installPodPlugins(chain *Chain, local *registry.Client, on func(string) bool) error {
+	limits, prio := limitranger.New(local), priority.New(local)
+	for _, m := range []struct {
+		name string
+		m    Mutator
+	}{{plugins.LimitRanger, limits}, {plugins.ServiceAccount, serviceaccount.New(local)}, {plugins.Priority, prio},
+		{plugins.DefaultTolerationSeconds, defaults.DefaultTolerationSeconds{}}} {
+		if on(m.name) {
+			chain.Mutating = append(chain.Mutating, m.m)
+		}
+	}
+	if storage, ingress := on(plugins.DefaultStorageClass), on(plugins.DefaultIngressClass); storage || ingress {
+		chain.Mutating = append(chain.Mutating, defaults.NewDefaultClasses(local, storage, ingress))
+	}
+	if on(plugins.StorageObjectInUseProtection) {
+		chain.Mutating = append(chain.Mutating, defaults.StorageObjectInUseProtection{})
+	}
+	if on(plugins.Priority) {
+		chain.Validating = append(chain.Validating, prio)
+	}
+	if on(plugins.LimitRanger) {
+		chain.Validating = append(chain.Validating, limits)
+	}
+	if on(plugins.PodSecurity) {
+		podSecurity, err := podsecurity.New(local)
+		if err != nil {
+			return err
+		}
+		chain.Validating = append(chain.Validating, podSecurity)
+	}
+	return nil
 }
 
 // webhooksCheck names the webhooks that keep failing in /readyz?verbose. It always passes: an
@@ -142,30 +191,42 @@ func (c webhooksCheck) Note() string {
 
 // Install gives h's writes admission, with the admission configuration and namespaces read
 // from config (h's own client in core, which owns them; a copy of core's in the other
-// services) and policy params through params. The plugins that need pods or resource quotas
+// services) and policy params through params. The enabled plugins (the backend's
+// --enable-admission-plugins and --disable-admission-plugins) that need pods or resource quotas
 // are installed where h serves them. The backend is not ready before the configuration was
 // read once, so no replica admits a request without what applies to it.
 func Install(b *backend.Backend, h *registry.Handler, config registry.Source, params ...*registry.Client) error {
+	on := b.AdmissionPlugins().Enabled
 	w, err := webhook.NewWebhooks(Namespaces(config), b.Log)
 	if err != nil {
 		return err
 	}
 	p := policy.NewPolicies(Namespaces(config), b.Log, params...)
 	mp := policy.NewMutatingPolicies(p)
-	chain := &Chain{Mutating: []Mutator{namespacelifecycle.New(config)}, Webhooks: w, Policies: p, MutatingPolicies: mp}
+	chain := &Chain{}
+	if on(plugins.NamespaceLifecycle) {
+		chain.Mutating = append(chain.Mutating, namespacelifecycle.New(config))
+	}
+	if on(plugins.MutatingAdmissionPolicy) {
+		chain.MutatingPolicies = mp
+	}
+	if on(plugins.MutatingAdmissionWebhook) {
+		chain.MutatingWebhooks = w
+	}
+	if on(plugins.ValidatingAdmissionPolicy) {
+		chain.Policies = p
+	}
+	if on(plugins.ValidatingAdmissionWebhook) {
+		chain.ValidatingWebhooks = w
+	}
 	local := registry.NewClient(h)
-	if _, ok := local.Lookup(corev1.SchemeGroupVersion.WithResource("resourcequotas")); ok {
+	if _, ok := local.Lookup(corev1.SchemeGroupVersion.WithResource("resourcequotas")); ok && on(plugins.ResourceQuota) {
 		chain.ResourceQuota = resourcequota.New(local, b.Stopping())
 	}
 	if _, ok := local.Lookup(corev1.SchemeGroupVersion.WithResource("pods")); ok {
-		prio, limits := priority.New(local), limitranger.New(local)
-		podSecurity, err := podsecurity.New(local)
-		if err != nil {
+		if err := installPodPlugins(chain, local, on); err != nil {
 			return err
 		}
-		chain.Mutating = append(chain.Mutating, limits, serviceaccount.New(local), prio, defaults.DefaultTolerationSeconds{},
-			defaults.NewDefaultClasses(local), defaults.StorageObjectInUseProtection{})
-		chain.Validating = []Validator{prio, limits, podSecurity}
 	}
 	h.SetAdmission(chain)
 	w.OnFailingChange(func() { b.SetFailingWebhooks(w.Failing()) })

@@ -15,7 +15,9 @@ import (
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/admission/plugins"
 	"github.com/apichain/apichain/pkg/certs"
+	"github.com/apichain/apichain/pkg/controller"
 	"github.com/apichain/apichain/pkg/healthz"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/registry"
@@ -56,6 +58,12 @@ type Backend struct {
 	store     *storage.Store
 	claimed   []string // key prefixes the backend owns besides its resources'
 }
+
+// AdmissionPlugins are the admission plugins the backend runs.
+func (b *Backend) AdmissionPlugins() *plugins.Options { return &b.opts.Admission }
+
+// Controllers are the kube-controller-manager controllers the backend runs.
+func (b *Backend) Controllers() controller.Selection { return b.opts.Controllers }
 
 // New binds the listener and builds the gRPC server; its lifecycle state goes out over nc.
 // served lists what the backend serves, in its preferred order; register a ResourceService

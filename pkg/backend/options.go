@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/apichain/apichain/pkg/admission/plugins"
 	"github.com/apichain/apichain/pkg/certs"
+	"github.com/apichain/apichain/pkg/controller"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/topology"
@@ -29,6 +31,11 @@ type Options struct {
 	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 	MaxConnectionAge                      time.Duration
 	Generic                               server.Options
+	// Admission are the admission plugins the backend runs (kube's flags).
+	Admission plugins.Options
+	// Controllers are the kube-controller-manager controllers the backend runs, where it runs
+	// any (core).
+	Controllers controller.Selection
 }
 
 // NewOptions returns defaults for service.
@@ -55,6 +62,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.MaxConnectionAge, "max-connection-age", o.MaxConnectionAge, "Close gRPC connections after this age so clients re-resolve and new replicas get traffic.")
 	o.Lifecycle.AddFlags(fs)
 	o.Generic.AddFlags(fs)
+	o.Admission.AddFlags(fs)
+	controller.AddSelectionFlag(fs, &o.Controllers)
 }
 
 // Complete fills defaults that depend on the environment.
@@ -72,7 +81,7 @@ func (o *Options) Validate() error {
 	if (o.EtcdCertFile == "") != (o.EtcdKeyFile == "") {
 		errs = append(errs, errors.New("--etcd-certfile and --etcd-keyfile must be given together"))
 	}
-	return errors.Join(append(errs, o.Lifecycle.Validate())...)
+	return errors.Join(append(errs, o.Lifecycle.Validate(), o.Admission.Validate(), o.Controllers.Validate())...)
 }
 
 // EtcdTLS is the TLS configuration for etcd, nil when no etcd TLS flag is set.

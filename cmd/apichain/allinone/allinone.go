@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/apichain/apichain/pkg/admission/plugins"
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/embedded"
@@ -45,6 +46,7 @@ type allInOne struct {
 	addresses                             map[string][]string // each backend's gRPC address, once it started (concurrently)
 	core                                  *core.Options
 	aggregator                            *aggregator.Options
+	admission                             plugins.Options // every backend's admission plugins
 }
 
 // NewCommand is the apichain command: the all-in-one, configured by the gateway's flags (and
@@ -105,6 +107,7 @@ func NewCommand(serving func(url, kubeconfig string)) *cobra.Command {
 
 	cmd := p.Command("apichain", "apichain all-in-one: gateway, aggregator, core and extensions in one process", moduleAll)
 	fs := cmd.Flags()
+	a.admission.AddFlags(fs)
 	for _, svc := range topology.Chain() {
 		_ = fs.MarkHidden(svc + "-address")
 	}
@@ -130,6 +133,7 @@ func (a *allInOne) backendModule(svc backend.Service) process.Module {
 		bo.BindAddress = "127.0.0.1:0"
 		bo.Serving = certs.ServingOptions{CertFile: pki.BackendCertFile, KeyFile: pki.BackendKeyFile, ClientCAFile: pki.CAFile}
 		bo.EtcdServers = a.etcdServers
+		bo.Admission, bo.Controllers = a.admission, gw.Controllers
 		bo.EtcdCAFile, bo.EtcdCertFile, bo.EtcdKeyFile = a.etcdCAFile, a.etcdCertFile, a.etcdKeyFile
 		if svc.Name == topology.Core && gw.SecurePort != 0 {
 			a.core.KubernetesServicePort = int32(gw.SecurePort) // the kubernetes Service's target

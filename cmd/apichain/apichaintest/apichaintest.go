@@ -46,7 +46,15 @@ type Options struct {
 	LogLevel string
 	// ReadyTimeout bounds the wait for /readyz (default one minute).
 	ReadyTimeout time.Duration
+	// Envtest runs the server as controller-runtime's envtest runs kube-apiserver: no
+	// ServiceAccount admission, privileged containers allowed, and none of the controllers
+	// kube-controller-manager would run (no default ServiceAccount or kube-root-ca.crt in new
+	// namespaces, no garbage collection, namespaces stay Terminating).
+	Envtest bool
 }
+
+// EnvtestArgs are the all-in-one's flags of the envtest profile (Options.Envtest).
+var EnvtestArgs = []string{"--disable-admission-plugins=ServiceAccount", "--allow-privileged", "--controllers="}
 
 // Server is a running test server.
 type Server struct {
@@ -87,7 +95,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	started := make(chan serving, 1)
 	cmd := allinone.NewCommand(func(url, kubeconfig string) { started <- serving{url, kubeconfig} })
-	cmd.SetArgs(append([]string{"--data-dir", s.DataDir, "--secure-port", "0", "--log-level", level}, opts.Args...))
+	args := []string{"--data-dir", s.DataDir, "--secure-port", "0", "--log-level", level}
+	if opts.Envtest {
+		args = append(args, EnvtestArgs...)
+	}
+	cmd.SetArgs(append(args, opts.Args...))
 	cmd.SilenceErrors = true
 	runCtx, stop := context.WithCancel(context.Background())
 	s.stop = stop

@@ -85,3 +85,33 @@ func BenchmarkStart(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// The envtest profile is a bare kube-apiserver as envtest runs it: pods are admitted without a
+// service account and may be privileged, and none of kube-controller-manager's controllers run.
+func TestEnvtestProfile(t *testing.T) {
+	ctx := context.Background()
+	s, err := Start(ctx, Options{Envtest: true})
+	require.NoError(t, err)
+	defer func() { _ = s.Stop() }()
+	cs, err := kubernetes.NewForConfig(s.Config)
+	require.NoError(t, err)
+
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bare"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	privileged := true
+	pod, err := cs.CoreV1().Pods("bare").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "c", Image: "busybox", SecurityContext: &corev1.SecurityContext{Privileged: &privileged}}}}},
+		metav1.CreateOptions{})
+	require.NoError(t, err, "no ServiceAccount admission, privileged allowed")
+	assert.Empty(t, pod.Spec.ServiceAccountName)
+	assert.Empty(t, pod.Spec.Volumes, "no token volume")
+
+	body, err := cs.CoreV1().RESTClient().Get().AbsPath("/readyz").Param("verbose", "true").DoRaw(ctx)
+	require.NoError(t, err)
+	checks := string(body)
+	assert.Contains(t, checks, "poststarthook/bootstrap-controller ok", "kube-apiserver's own hooks run")
+	for _, hook := range []string{"start-serviceaccount-controller", "start-garbage-collector", "start-namespace-lifecycle-controller",
+		"start-resourcequota-controller", "start-clusterrole-aggregation-controller"} {
+		assert.NotContains(t, checks, hook, "kube-controller-manager's controllers do not run")
+	}
+}

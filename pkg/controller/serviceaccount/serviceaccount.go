@@ -23,19 +23,21 @@ const (
 	rootCADescription = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."
 )
 
-// Run keeps every active namespace's default ServiceAccount and (with a CA) root CA
-// ConfigMap until ctx ends: after every write to namespaces or service accounts, and every
-// resync (a changed or deleted ConfigMap is put back then). Every replica may run it.
-func Run(ctx context.Context, c *registry.Client, caPEM []byte, log *slog.Logger, resync time.Duration) {
+// Run keeps every active namespace's default ServiceAccount (with accounts: kube's
+// serviceaccount-controller) and root CA ConfigMap (with a CA: its
+// root-ca-certificate-publisher-controller) until ctx ends: after every write to namespaces or
+// service accounts, and every resync (a changed or deleted ConfigMap is put back then). Every
+// replica may run it.
+func Run(ctx context.Context, c *registry.Client, accounts bool, caPEM []byte, log *slog.Logger, resync time.Duration) {
 	ns, ok1 := c.Lookup(corev1.SchemeGroupVersion.WithResource("namespaces"))
 	sa, ok2 := c.Lookup(corev1.SchemeGroupVersion.WithResource("serviceaccounts"))
 	cm, ok3 := c.Lookup(corev1.SchemeGroupVersion.WithResource("configmaps"))
-	if !ok1 || !ok2 || !ok3 {
+	if !ok1 || !ok2 || !ok3 || (!accounts && caPEM == nil) {
 		return
 	}
 	ctx = registry.WithFieldManager(ctx, "kube-controller-manager") // the manager kube's objects name
 	pass := func(ctx context.Context) error {
-		err := ensure(ctx, c, ns, sa, cm, caPEM)
+		err := ensure(ctx, c, ns, sa, cm, accounts, caPEM)
 		if err != nil && ctx.Err() == nil {
 			log.Warn("default service accounts", "err", err)
 		}
@@ -44,18 +46,20 @@ func Run(ctx context.Context, c *registry.Client, caPEM []byte, log *slog.Logger
 	controller.Loop(ctx, resync, pass, c.Watch(ctx, sa), c.Watch(ctx, ns))
 }
 
-func ensure(ctx context.Context, c *registry.Client, nsR, saR, cmR *registry.Resource, caPEM []byte) error {
+func ensure(ctx context.Context, c *registry.Client, nsR, saR, cmR *registry.Resource, accounts bool, caPEM []byte) error {
 	namespaces, err := c.List(ctx, nsR, "", "")
 	if err != nil {
 		return err
 	}
-	accounts, err := c.List(ctx, saR, "", "metadata.name=default")
-	if err != nil {
-		return err
-	}
 	hasAccount := map[string]bool{}
-	for _, o := range accounts {
-		hasAccount[o.(*corev1.ServiceAccount).Namespace] = true
+	if accounts {
+		list, err := c.List(ctx, saR, "", "metadata.name=default")
+		if err != nil {
+			return err
+		}
+		for _, o := range list {
+			hasAccount[o.(*corev1.ServiceAccount).Namespace] = true
+		}
 	}
 	published := map[string]*corev1.ConfigMap{}
 	if caPEM != nil {
@@ -72,7 +76,7 @@ func ensure(ctx context.Context, c *registry.Client, nsR, saR, cmR *registry.Res
 		if ns.Status.Phase != corev1.NamespaceActive || ns.DeletionTimestamp != nil {
 			continue
 		}
-		if !hasAccount[ns.Name] {
+		if accounts && !hasAccount[ns.Name] {
 			err := c.Create(ctx, saR, ns.Name, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns.Name}})
 			if ignorable(err) != nil {
 				return err

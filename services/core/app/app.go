@@ -110,10 +110,7 @@ func (o *Options) setup(b *backend.Backend) error {
 	})
 	// kube-apiserver's post-start hooks that core has, by kube's names. Those that write
 	// bootstrap objects wait for etcd first; controllers run in the background.
-	hooks := []struct {
-		name string
-		run  func(ctx context.Context) error
-	}{
+	hooks := []hook{
 		// As kube's controller: now, and every minute, recreate any that went missing (the
 		// bootstrap hooks below make them before core is ready).
 		{"start-system-namespaces-controller", afterEtcd(b, background(func(ctx context.Context) {
@@ -144,15 +141,38 @@ func (o *Options) setup(b *backend.Backend) error {
 		{"priority-and-fairness-config-producer", func(ctx context.Context) error {
 			return bootstrap.EnsureFlowControl(ctx, client, b.Log, defaulting.Set)
 		}},
-		{"start-clusterrole-aggregation-controller", background(func(ctx context.Context) { clusterroleaggregation.Run(ctx, client, b.Log, 5*time.Minute) })},
-		{"start-serviceaccount-controller", background(func(ctx context.Context) { serviceaccount.Run(ctx, client, ca, b.Log, 30*time.Second) })},
-		{"start-volume-protection-controllers", background(func(ctx context.Context) { volumeprotection.Run(ctx, client, b.Log, 30*time.Second) })},
-		{"start-pod-gc-controller", background(func(ctx context.Context) { podgc.Run(ctx, client, b.Log, 20*time.Second, podgc.Quarantine) })},
-		{"start-resourcequota-controller", background(func(ctx context.Context) { resourcequota.Run(ctx, client, b.Log, 30*time.Second) })},
-		{"start-validatingadmissionpolicy-status-controller", background(func(ctx context.Context) {
-			policystatus.Run(ctx, client, set.OpenAPIV2, b.Log, 5*time.Minute)
-		})},
-		{"start-garbage-collector", background(func(ctx context.Context) { garbagecollector.Run(ctx, client, b.Log, 30*time.Second) })},
+	}
+	// kube-controller-manager's controllers, those --controllers selects.
+	on := b.Controllers().Enabled
+	publishedCA := ca
+	if !on(controller.RootCACertPublisher) {
+		publishedCA = nil
+	}
+	for _, c := range []struct {
+		hook string
+		on   bool
+		run  func(ctx context.Context)
+	}{
+		{"start-clusterrole-aggregation-controller", on(controller.ClusterRoleAggregation),
+			func(ctx context.Context) { clusterroleaggregation.Run(ctx, client, b.Log, 5*time.Minute) }},
+		{"start-serviceaccount-controller", on(controller.ServiceAccount) || publishedCA != nil,
+			func(ctx context.Context) {
+				serviceaccount.Run(ctx, client, on(controller.ServiceAccount), publishedCA, b.Log, 30*time.Second)
+			}},
+		{"start-volume-protection-controllers", on(controller.PVCProtection) || on(controller.PVProtection),
+			func(ctx context.Context) { volumeprotection.Run(ctx, client, b.Log, 30*time.Second) }},
+		{"start-pod-gc-controller", on(controller.PodGarbageCollector),
+			func(ctx context.Context) { podgc.Run(ctx, client, b.Log, 20*time.Second, podgc.Quarantine) }},
+		{"start-resourcequota-controller", on(controller.ResourceQuota),
+			func(ctx context.Context) { resourcequota.Run(ctx, client, b.Log, 30*time.Second) }},
+		{"start-garbage-collector", on(controller.GarbageCollector),
+			func(ctx context.Context) { garbagecollector.Run(ctx, client, b.Log, 30*time.Second) }},
+		{"start-validatingadmissionpolicy-status-controller", on(controller.ValidatingPolicyStatus),
+			func(ctx context.Context) { policystatus.Run(ctx, client, set.OpenAPIV2, b.Log, 5*time.Minute) }},
+	} {
+		if c.on {
+			hooks = append(hooks, hook{c.hook, background(c.run)})
+		}
 	}
 	for _, hook := range hooks {
 		if err := b.Server.AddPostStartHook(hook.name, hook.run); err != nil {
@@ -160,6 +180,12 @@ func (o *Options) setup(b *backend.Backend) error {
 		}
 	}
 	return nil
+}
+
+// hook is a named post-start hook.
+type hook struct {
+	name string
+	run  func(ctx context.Context) error
 }
 
 // background is a hook that starts run and returns: a controller, which runs until the

@@ -15,6 +15,7 @@ import (
 
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	"github.com/apichain/apichain/pkg/certs"
+	"github.com/apichain/apichain/pkg/controller"
 	"github.com/apichain/apichain/pkg/controller/namespace"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/routing"
@@ -275,15 +276,18 @@ func (g *Gateway) addHooks() error {
 	}
 	// Namespace deletion works on the whole chain (core's resources, custom resources, the
 	// aggregated APIs), so it runs where the whole chain is reached: through the loopback.
-	if err := g.Server.AddPostStartHook("start-namespace-lifecycle-controller", func(ctx context.Context) error {
-		c, err := namespace.New(g.loopback.Config("apichain-gateway/namespace-controller"), g.router.Complete, g.Log)
-		if err != nil {
+	// Without it (--controllers), as on a bare kube-apiserver, namespaces stay Terminating.
+	if g.opts.Controllers.Enabled(controller.Namespace) {
+		if err := g.Server.AddPostStartHook("start-namespace-lifecycle-controller", func(ctx context.Context) error {
+			c, err := namespace.New(g.loopback.Config("apichain-gateway/namespace-controller"), g.router.Complete, g.Log)
+			if err != nil {
+				return err
+			}
+			go c.Run(ctx, 2*time.Second) // ctx lives until shutdown starts
+			return nil
+		}); err != nil {
 			return err
 		}
-		go c.Run(ctx, 2*time.Second) // ctx lives until shutdown starts
-		return nil
-	}); err != nil {
-		return err
 	}
 	if err := g.Server.AddPostStartHook("start-cluster-authentication-info-controller", func(ctx context.Context) error {
 		go g.publishAuthenticationInfo(ctx, routing.NewClient(g.router))

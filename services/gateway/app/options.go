@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apichain/apichain/pkg/certs"
+	"github.com/apichain/apichain/pkg/controller"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/topology"
@@ -25,6 +26,9 @@ import (
 
 // Options are the gateway's flags.
 type Options struct {
+	// Controllers are the kube-controller-manager controllers the gateway runs (namespace
+	// deletion; kube's --controllers).
+	Controllers controller.Selection
 	Lifecycle   lifecycle.Options
 	BindAddress string
 	SecurePort  int
@@ -94,6 +98,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, "Static bearer tokens, CSV: token,user,uid,\"group1,group2\".")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth, "Requests without credentials are system:anonymous, for the authorizer to decide on (RBAC lets them read /healthz, /livez, /readyz and /version); otherwise they are 401.")
 	o.RequestHeader.AddFlags(fs)
+	controller.AddSelectionFlag(fs, &o.Controllers)
 	o.ServiceAccounts.AddFlags(fs)
 	o.Audit.AddFlags(fs)
 	fs.StringVar(&o.HSTSDirectives, "strict-transport-security-directives", o.HSTSDirectives, "Strict-Transport-Security header value; empty sends none.")
@@ -166,7 +171,7 @@ func advertiseAddress(bind string) string {
 
 // Validate reports bad options.
 func (o *Options) Validate() error {
-	var errs []error
+	errs := []error{o.Controllers.Validate()}
 	if o.SecurePort < 0 || o.SecurePort > 65535 {
 		errs = append(errs, fmt.Errorf("--secure-port %d out of range", o.SecurePort))
 	}

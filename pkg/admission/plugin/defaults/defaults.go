@@ -49,19 +49,23 @@ func (DefaultTolerationSeconds) Admit(_ context.Context, a admission.Attributes)
 // DefaultClasses is kube's DefaultStorageClass and DefaultIngressClass plugins: a new
 // PersistentVolumeClaim without a storage class gets the default StorageClass, a new Ingress
 // without a class (field or annotation) the default IngressClass; with several defaults, the
-// newest.
-type DefaultClasses struct{ client *registry.Client }
+// newest. Storage and Ingress say which of the two plugins run.
+type DefaultClasses struct {
+	client           *registry.Client
+	storage, ingress bool
+}
 
-// NewDefaultClasses reads the classes through client.
-func NewDefaultClasses(client *registry.Client) *DefaultClasses {
-	return &DefaultClasses{client: client}
+// NewDefaultClasses reads the classes through client; storage and ingress enable
+// DefaultStorageClass and DefaultIngressClass.
+func NewDefaultClasses(client *registry.Client, storage, ingress bool) *DefaultClasses {
+	return &DefaultClasses{client: client, storage: storage, ingress: ingress}
 }
 
 // Admit sets the class.
 func (d *DefaultClasses) Admit(ctx context.Context, a admission.Attributes) error {
 	switch o := a.GetObject().(type) {
 	case *corev1.PersistentVolumeClaim:
-		if !creating(a, "persistentvolumeclaims") || o.Spec.StorageClassName != nil {
+		if !d.storage || !creating(a, "persistentvolumeclaims") || o.Spec.StorageClassName != nil {
 			return nil
 		}
 		name, err := d.newestDefault(ctx, storagev1.SchemeGroupVersion.WithResource("storageclasses"),
@@ -71,7 +75,7 @@ func (d *DefaultClasses) Admit(ctx context.Context, a admission.Attributes) erro
 		}
 		o.Spec.StorageClassName = &name
 	case *networkingv1.Ingress:
-		if !creating(a, "ingresses.networking.k8s.io") || o.Spec.IngressClassName != nil || o.Annotations["kubernetes.io/ingress.class"] != "" {
+		if !d.ingress || !creating(a, "ingresses.networking.k8s.io") || o.Spec.IngressClassName != nil || o.Annotations["kubernetes.io/ingress.class"] != "" {
 			return nil
 		}
 		name, err := d.newestDefault(ctx, networkingv1.SchemeGroupVersion.WithResource("ingressclasses"), "ingressclass.kubernetes.io/is-default-class")
