@@ -286,3 +286,30 @@ func TestDryRunCreateIgnoresResourceVersion(t *testing.T) {
 	require.NoError(t, json.Unmarshal(resp.GetBody().GetData(), &got))
 	assert.Equal(t, "5", got.ResourceVersion, "kube answers with the resourceVersion sent")
 }
+
+// An update whose only change is the times of its managed fields is no change (kube's
+// IgnoreManagedFieldsTimestampsTransformer): a no-op apply of a field kube normalizes bumps the
+// applier's time, and nothing is written for it.
+func TestOnlyManagedFieldTimesChanged(t *testing.T) {
+	at := func(sec int64) *metav1.Time { tm := metav1.Unix(sec, 0); return &tm }
+	cm := func(data string, sec int64) *corev1.ConfigMap {
+		c := configMap("times", map[string]string{"k": data})
+		c.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply,
+			APIVersion: "v1", Time: at(sec), FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:k":{}}}`)}}}
+		return c
+	}
+	r := cmResource
+	current := cm("v", 100)
+	stored, err := testH.encodeStored(r, current)
+	require.NoError(t, err)
+
+	same, err := testH.encodeUnlessOnlyTimes(r, cm("v", 200), current, stored)
+	require.NoError(t, err)
+	assert.Equal(t, string(stored), string(same), "only the time changed: stored as it was")
+
+	next := cm("w", 200)
+	changed, err := testH.encodeUnlessOnlyTimes(r, next, current, stored)
+	require.NoError(t, err)
+	assert.NotEqual(t, string(stored), string(changed))
+	assert.Equal(t, at(200).Unix(), next.ManagedFields[0].Time.Unix(), "a real change keeps its new time")
+}

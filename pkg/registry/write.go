@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/storage"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -255,6 +257,46 @@ func (h *Handler) writeResponse(r *Resource, sub string, obj runtime.Object, enc
 	return &resourcev1.UpdateResponse{Body: body, Code: http.StatusOK}, nil
 }
 
+// encodeUnlessOnlyTimes is next's stored form, unless next differs from current (stored as
+// stored) only in its managed fields' times: then it is stored's, as kube ignores such a change
+// (its IgnoreManagedFieldsTimestampsTransformer). A no-op apply of a field kube normalizes (a
+// Secret's stringData, a quantity, a defaulted subject) bumps the applier's time and nothing else.
+func (h *Handler) encodeUnlessOnlyTimes(r *Resource, next, current runtime.Object, stored []byte) ([]byte, error) {
+	data, err := h.encodeStored(r, next)
+	if err != nil || bytes.Equal(data, stored) {
+		return data, err
+	}
+	nacc, err1 := meta.Accessor(next)
+	cacc, err2 := meta.Accessor(current)
+	if err1 != nil || err2 != nil {
+		return data, nil
+	}
+	nm, cm := nacc.GetManagedFields(), cacc.GetManagedFields()
+	if len(nm) != len(cm) || len(nm) == 0 {
+		return data, nil
+	}
+	times := make([]*metav1.Time, len(nm))
+	for i := range nm {
+		a, b := nm[i], cm[i]
+		times[i], a.Time, b.Time = nm[i].Time, nil, nil
+		if !apiequality.Semantic.DeepEqual(a, b) {
+			return data, nil
+		}
+	}
+	for i := range nm {
+		nm[i].Time = cm[i].Time
+	}
+	nacc.SetManagedFields(nm)
+	if same, err := h.encodeStored(r, next); err == nil && bytes.Equal(same, stored) {
+		return same, nil
+	}
+	for i := range nm {
+		nm[i].Time = times[i]
+	}
+	nacc.SetManagedFields(nm)
+	return data, nil
+}
+
 // update applies change to the current object and writes it with optimistic concurrency. A
 // change whose result names no resourceVersion is retried on conflict (kube's unconditional
 // update); one that names a stale version is a 409.
@@ -331,7 +373,7 @@ func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.Resou
 			}
 			return obj, err
 		}
-		data, err := h.encodeStored(r, next)
+		data, err := h.encodeUnlessOnlyTimes(r, next, current, kv.Value)
 		if err != nil {
 			undo()
 			return nil, apierrors.NewInternalError(err)

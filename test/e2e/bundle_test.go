@@ -7,7 +7,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -67,8 +69,34 @@ func TestBundleMatchesKube(t *testing.T) {
 					}
 				})
 			}
+			// A re-apply of the unchanged bundle writes nothing, client-side or server-side, as on
+			// kube: the second apply runs in a later second than the first, so that a managed
+			// field's time is all that could change.
+			versions := func() string {
+				out, err := kubectl(t, kc, "get", "-f", file, "-o", `jsonpath={range .items[*]}{.kind}/{.metadata.name}={.metadata.resourceVersion} {end}`)
+				require.NoError(t, err, out)
+				return out
+			}
+			applied := versions()
+			nextSecond(t)
+			out, err = kubectl(t, kc, "apply", "-f", file)
+			require.NoError(t, err, out)
+			assert.Equal(t, applied, versions(), "a client-side re-apply writes nothing")
+			out, err = kubectl(t, kc, "apply", "--server-side", "--force-conflicts", "-f", file)
+			require.NoError(t, err, out)
+			applied = versions()
+			nextSecond(t)
+			out, err = kubectl(t, kc, "apply", "--server-side", "--force-conflicts", "-f", file)
+			require.NoError(t, err, out)
+			assert.Equal(t, applied, versions(), "a server-side re-apply writes nothing")
 		})
 	}
+}
+
+// nextSecond returns once the clock is in a later second than when it was called.
+func nextSecond(t *testing.T) {
+	start := time.Now().Unix()
+	require.Eventually(t, func() bool { return time.Now().Unix() > start }, 3*time.Second, 20*time.Millisecond)
 }
 
 // group is the API group of an apiVersion ("" for v1), as kubectl's kind.group argument.
