@@ -17,7 +17,7 @@ GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
 MODULES := gen pkg services/gateway services/core services/extensions services/aggregator cmd/apichain cmd/apichain-bench deploy/images test/e2e
 PKGS := $(addprefix ./,$(addsuffix /...,$(MODULES)))
 
-.PHONY: compose-bin images up down all build test test-short vet deadcode fmt lint generate check-generate tools googleapis bench bench-startup chaos run clean
+.PHONY: compose-bin images up down all build test test-short vet deadcode fmt lint generate check-generate tools googleapis bench bench-startup chaos controller-runtime-suites run clean
 
 all: build
 
@@ -63,6 +63,10 @@ bench-startup:
 # and NATS stopped, all under load, counting failed and lost writes.
 chaos:
 	go test -count=1 -timeout 60m -v -run 'TestCompose' ./test/e2e/
+
+# controller-runtime's own envtest suites against the envtest profile (opt-in: a long build).
+controller-runtime-suites:
+	test/controller-runtime/run.sh
 
 tools: $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/protoc-gen-grpc-gateway $(BIN)/deepcopy-gen
 
