@@ -109,7 +109,8 @@ func TestPatchErrors(t *testing.T) {
 		{"stale resourceVersion strategic", "target", strategicPatchType, `{"metadata":{"resourceVersion":"` + created.ResourceVersion + `"},"data":{"c":"3"}}`, 409, metav1.StatusReasonConflict},
 		{"stale resourceVersion json patch", "target", jsonPatchType, `[{"op":"replace","path":"/metadata/resourceVersion","value":"` + created.ResourceVersion + `"}]`, 409, metav1.StatusReasonConflict},
 		{"rename", "target", mergePatchType, `{"metadata":{"name":"renamed"}}`, 400, metav1.StatusReasonBadRequest},
-		{"wrong field type", "target", mergePatchType, `{"data":"not a map"}`, 400, metav1.StatusReasonBadRequest},
+		// kube: the patched object is an invalid value of "patch"
+		{"wrong field type", "target", mergePatchType, `{"data":"not a map"}`, 422, metav1.StatusReasonInvalid},
 		{"invalid result", "target", mergePatchType, `{"data":{"bad key":"x"}}`, 422, metav1.StatusReasonInvalid},
 		{"missing object", "missing", mergePatchType, `{"data":{"c":"3"}}`, 404, metav1.StatusReasonNotFound},
 	}
@@ -139,12 +140,16 @@ func TestPatchStrictFieldValidation(t *testing.T) {
 		if pt == strategicPatchType {
 			// strategic merge drops fields the type does not know before decoding.
 			if err != nil {
-				requireStatus(t, err, 400, metav1.StatusReasonBadRequest)
+				requireStatus(t, err, 422, metav1.StatusReasonInvalid)
 			}
 			continue
 		}
-		st := requireStatus(t, err, 400, metav1.StatusReasonBadRequest)
-		assert.Contains(t, st.Message, "strict decoding error")
+		// kube's answer: 422, the patched object an invalid value of "patch", the strict
+		// decoder's words
+		st := requireStatus(t, err, 422, metav1.StatusReasonInvalid)
+		assert.Contains(t, st.Message, `strict decoding error: unknown field "bogus"`)
+		require.NotEmpty(t, st.Details.Causes)
+		assert.Equal(t, "patch", st.Details.Causes[0].Field)
 		_, err = patch(cmResource, ns, "strict", pt, `{"bogus":1}`)
 		assert.NoError(t, err, "unknown fields are dropped without Strict")
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/storage"
@@ -548,15 +549,15 @@ func (h *Handler) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*res
 			return nil, err
 		}
 		into := gvkObj.DeepCopyObject()
-		dec := json.Unmarshal
-		if strict {
-			dec = func(data []byte, v any) error { return yaml.UnmarshalStrict(data, v) }
-		}
-		if err := dec(patched, into); err != nil {
-			if strict {
-				return nil, apierrors.NewBadRequest("strict decoding error: " + err.Error())
+		if err := h.decodePatched(r, sub, patched, into, strict); err != nil {
+			// kube's words: the patched object (the patch itself, for a strategic merge patch)
+			// is an invalid value of "patch"
+			value := string(patched)
+			var m map[string]any
+			if pt == strategicPatchType && json.Unmarshal(patch, &m) == nil {
+				value = fmt.Sprintf("%v", m)
 			}
-			return nil, apierrors.NewBadRequest(err.Error())
+			return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), value, err.Error())})
 		}
 		if warn { // fieldValidation Warn: what a strict decode would reject becomes warnings
 			warnings = strictWarnings(h.scheme.decode(patched, MediaJSON, r.New(), r.GroupVersion.WithKind(r.Kind), true))
@@ -584,6 +585,27 @@ func (h *Handler) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*res
 		return nil, err
 	}
 	return &resourcev1.PatchResponse{Body: resp.GetBody(), Code: resp.GetCode()}, nil
+}
+
+// decodePatched reads a patched object into into: a typed kind as kube's codec reads it
+// (strictly, naming an unknown field by its path, with fieldValidation=Strict), a scale or a
+// custom resource (whose unknown fields are its schema's to report) as JSON.
+func (h *Handler) decodePatched(r *Resource, sub string, patched []byte, into runtime.Object, strict bool) error {
+	if sub != "scale" && !r.isUnstructured() {
+		err := h.scheme.decode(patched, MediaJSON, into, r.GroupVersion.WithKind(r.Kind), strict)
+		var de *decodeError
+		if errors.As(err, &de) {
+			return de.cause
+		}
+		return err
+	}
+	if strict {
+		if err := yaml.UnmarshalStrict(patched, into); err != nil {
+			return fmt.Errorf("strict decoding error: %w", err)
+		}
+		return nil
+	}
+	return json.Unmarshal(patched, into)
 }
 
 // patchSetsRV reports whether a merge-style patch names metadata.resourceVersion (kube then
