@@ -9,11 +9,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/apichain/apichain/services/core/builtin/defaulting"
-	"github.com/apichain/apichain/services/core/builtin/rbac"
-	"github.com/apichain/apichain/services/core/builtin/scheduling"
-	"github.com/apichain/apichain/services/core/builtin/validate"
-
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	"github.com/apichain/apichain/pkg/admission"
@@ -32,6 +27,10 @@ import (
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/services/core/bootstrap"
 	"github.com/apichain/apichain/services/core/builtin"
+	"github.com/apichain/apichain/services/core/builtin/defaulting"
+	"github.com/apichain/apichain/services/core/builtin/rbac"
+	"github.com/apichain/apichain/services/core/builtin/scheduling"
+	"github.com/apichain/apichain/services/core/builtin/validate"
 	"github.com/apichain/apichain/services/core/servicenet"
 	"github.com/spf13/pflag"
 	schedulingv1 "k8s.io/api/scheduling/v1"

@@ -6,12 +6,11 @@ import (
 	"net/netip"
 	"strings"
 
-	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
-
 	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/services/core/builtin/validate"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
