@@ -490,7 +490,7 @@ func (h *Handler) dropCaches(set *Set) {
 // cache returns r's watch cache (starting it), or nil when caching is off.
 func (h *Handler) cache(r *Resource) *watchCache {
 	cs := h.caches.Load()
-	if cs == nil || !r.stored() || cs.ctx.Err() != nil {
+	if cs == nil || !r.stored() || r.ConvertVersion != nil || cs.ctx.Err() != nil {
 		return nil
 	}
 	cs.mu.Lock()

@@ -238,7 +238,7 @@ func (c *Client) Rewrite(ctx context.Context, r *Resource, namespace, name strin
 		}
 		obj, err := c.h.decodeStored(r, kv.Value, kv.ModRevision)
 		if err != nil {
-			return nil, apierrors.NewInternalError(err)
+			return nil, asStatus(err)
 		}
 		if err := mutate(obj); err != nil {
 			return nil, err
@@ -248,7 +248,7 @@ func (c *Client) Rewrite(ctx context.Context, r *Resource, namespace, name strin
 		}
 		data, err := c.h.encodeStored(r, obj)
 		if err != nil {
-			return nil, apierrors.NewInternalError(err)
+			return nil, unknownError(err)
 		}
 		rev, err := c.h.store.Update(ctx, key, data, kv.ModRevision)
 		if err == storage.ErrConflict {

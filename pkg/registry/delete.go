@@ -118,7 +118,7 @@ func (h *Handler) delete(ctx context.Context, r *Resource, ref *resourcev1.Resou
 		}
 		current, err := h.decodeStored(r, kv.Value, kv.ModRevision)
 		if err != nil {
-			return nil, false, apierrors.NewInternalError(err)
+			return nil, false, asStatus(err)
 		}
 		acc, _ := meta.Accessor(current)
 		if pre != nil {
@@ -170,7 +170,7 @@ func (h *Handler) delete(ctx context.Context, r *Resource, ref *resourcev1.Resou
 		if write {
 			data, err := h.encodeStored(r, current)
 			if err != nil {
-				return nil, false, apierrors.NewInternalError(err)
+				return nil, false, unknownError(err)
 			}
 			rev, err = h.store.Update(ctx, kv.Key, data, kv.ModRevision)
 			if err == storage.ErrConflict && attempt < 10 {

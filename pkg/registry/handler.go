@@ -3,11 +3,13 @@ package registry
 import (
 	"context"
 	"errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/rpcstatus"
@@ -191,5 +193,8 @@ func (h *Handler) get(ctx context.Context, r *Resource, namespace, name, rv stri
 		return nil, storeError(err, r.GroupResource(), name)
 	}
 	obj, err := h.decodeStored(r, kv.Value, kv.ModRevision)
-	return obj, storeError(err, r.GroupResource(), name)
+	if err != nil { // kube names the key below its storage prefix
+		return nil, apierrors.NewInternalError(errors.New(corruptObject(strings.TrimPrefix(kv.Key, strings.TrimSuffix(keyRoot, "/")), kv.ModRevision, err)))
+	}
+	return obj, nil
 }

@@ -186,6 +186,7 @@ func (h *Handler) list(ctx context.Context, r *Resource, namespace string, opts 
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("unknown resourceVersionMatch %q", opts.GetResourceVersionMatch()))
 	}
 	res := &listResult{items: []runtime.Object{}}
+	var corruptKeys, corrupt []string // kube reads on past undecodable objects, then reports them
 	for {
 		want := int64(0)
 		if limit > 0 {
@@ -208,7 +209,11 @@ func (h *Handler) list(ctx context.Context, r *Resource, namespace string, opts 
 			startKey = kv.Key
 			obj, err := h.decodeStored(r, kv.Value, kv.ModRevision)
 			if err != nil {
-				return nil, apierrors.NewInternalError(err)
+				corruptKeys, corrupt = append(corruptKeys, kv.Key), append(corrupt, corruptObject(kv.Key, kv.ModRevision, err))
+				if len(corrupt) >= maxCorruptInList {
+					return nil, corruptList(r.GroupResource(), corruptKeys, corrupt, true)
+				}
+				continue
 			}
 			if sel.matches(r, obj) {
 				res.items = append(res.items, obj)
@@ -225,6 +230,9 @@ func (h *Handler) list(ctx context.Context, r *Resource, namespace string, opts 
 			}
 			break
 		}
+	}
+	if len(corrupt) > 0 {
+		return nil, corruptList(r.GroupResource(), corruptKeys, corrupt, false)
 	}
 	res.revision = atRev
 	return res, nil

@@ -73,6 +73,21 @@ func resourcePrefixOf(key string) string {
 
 // decodeStored reads a stored object and sets its resourceVersion to the etcd revision.
 func (h *Handler) decodeStored(r *Resource, data []byte, rev int64) (runtime.Object, error) {
+	obj, err := decodeStoredForm(r, data)
+	if err != nil {
+		return nil, err
+	}
+	if r.ConvertVersion != nil {
+		if obj, err = r.ConvertVersion(obj, r.GroupVersion); err != nil {
+			return nil, err
+		}
+	}
+	return finishStored(r, obj, rev)
+}
+
+// decodeStoredForm decodes a stored object into the resource's type (a custom resource keeps
+// the version it was stored in, for ConvertVersion).
+func decodeStoredForm(r *Resource, data []byte) (runtime.Object, error) {
 	obj := r.New()
 	if c := r.Convert; c != nil {
 		obj = c.NewStored()
@@ -83,7 +98,14 @@ func (h *Handler) decodeStored(r *Resource, data []byte, rev int64) (runtime.Obj
 	if c := r.Convert; c != nil {
 		obj = c.FromStored(obj)
 	}
-	if r.Default != nil { // kube defaults what it reads from etcd too (a job's labels come from its template)
+	return obj, nil
+}
+
+// finishStored makes a decoded stored object the resource's: its defaults (kube defaults what
+// it reads from etcd too: a job's labels come from its template), its kind and version, and
+// the revision as its resourceVersion.
+func finishStored(r *Resource, obj runtime.Object, rev int64) (runtime.Object, error) {
+	if r.Default != nil {
 		r.Default(obj)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(r.GroupVersion.WithKind(r.Kind))
@@ -107,6 +129,13 @@ func (h *Handler) encodeStored(r *Resource, obj runtime.Object) ([]byte, error) 
 	if c := r.Convert; c != nil {
 		stored := c.ToStored(obj)
 		stored.GetObjectKind().SetGroupVersionKind(c.Stored.WithKind(r.Kind))
+		return json.Marshal(stored)
+	}
+	if r.ConvertVersion != nil && !r.StoredAs.Empty() {
+		stored, err := r.ConvertVersion(obj, r.StoredAs)
+		if err != nil {
+			return nil, err
+		}
 		return json.Marshal(stored)
 	}
 	gv := r.GroupVersion

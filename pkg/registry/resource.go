@@ -69,6 +69,14 @@ type Resource struct {
 	// StoredAs is the group/version objects are stored in when it is not the resource's own (a
 	// custom resource served in several versions is stored in its CRD's storage version).
 	StoredAs schema.GroupVersion
+	// ConvertVersion converts a custom resource between its CRD's versions when its
+	// conversion strategy is not None (kube's converter for a Webhook: one ConversionReview per
+	// object, a list's items each, as kube's storage decodes them): what is read from storage
+	// to the resource's version, what is written to StoredAs. Its errors are reported as kube
+	// reports them (a corrupt object on reads, a 500 on writes). A resource with one is not
+	// watch-cached: a failing webhook fails the requests that need it, as in kube, and a cache
+	// never stalls on it.
+	ConvertVersion func(obj runtime.Object, to schema.GroupVersion) (runtime.Object, error)
 	// Convert, when set, stores a typed kind in another version (kube keeps autoscaling/v1
 	// HorizontalPodAutoscalers as autoscaling/v2, and events.k8s.io/v1 Events as core/v1's,
 	// under the stored group's keys).

@@ -136,7 +136,7 @@ type watcher struct {
 func (w *watcher) event(ev storage.Event) error {
 	obj, err := w.h.decodeStored(w.r, ev.Value, ev.ModRevision)
 	if err != nil {
-		return w.sendError(apierrors.NewInternalError(err))
+		return w.sendError(storeError(err, w.r.GroupResource(), ""))
 	}
 	var prev runtime.Object
 	if !ev.Created && ev.PrevValue != nil {

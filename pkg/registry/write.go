@@ -185,7 +185,7 @@ func (h *Handler) create(ctx context.Context, r *Resource, namespace string, obj
 	}
 	data, err := h.encodeStored(r, obj)
 	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+		return nil, unknownError(err)
 	}
 	rev, err := h.store.Create(ctx, key(r, acc.GetNamespace(), acc.GetName()), data)
 	if err != nil {
@@ -308,7 +308,7 @@ func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.Resou
 		}
 		current, err := h.decodeStored(r, kv.Value, kv.ModRevision)
 		if err != nil {
-			return nil, apierrors.NewInternalError(err)
+			return nil, asStatus(err)
 		}
 		changed, err := change(current.DeepCopyObject())
 		if err != nil {
@@ -376,7 +376,7 @@ func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.Resou
 		data, err := h.encodeUnlessOnlyTimes(r, next, current, kv.Value)
 		if err != nil {
 			undo()
-			return nil, apierrors.NewInternalError(err)
+			return nil, unknownError(err)
 		}
 		// An update that changes nothing is not written, as in kube: the resourceVersion
 		// stays, watchers see nothing, and kubectl reports "(no change)".

@@ -116,11 +116,6 @@ spec:
 * status.storedVersions: Invalid value: null: must have at least one stored version
 `, out)
 
-	// Webhook conversion is refused, not served wrongly.
-	out = k.fails("patch", "crd", "widgets.example.com", "--type=merge", "-p",
-		`{"spec":{"conversion":{"strategy":"Webhook","webhook":{"conversionReviewVersions":["v1"],"clientConfig":{"url":"https://example.com/convert"}}}}}`)
-	assert.Contains(t, out, "spec.conversion.strategy: Forbidden: webhook conversion is not supported by this server yet; use the None strategy")
-
 	// A spec change bumps the generation and the accepted names follow; a new storage version
 	// joins the stored ones.
 	k.run("patch", "crd", "widgets.example.com", "--type=merge", "-p", `{"spec":{"names":{"shortNames":["wd","wdg"]}}}`)

@@ -150,18 +150,7 @@ func validateCreate(o runtime.Object) field.ErrorList {
 	if ferr != nil {
 		return field.ErrorList{ferr}
 	}
-	return append(validation.ValidateCustomResourceDefinition(context.Background(), crd), unsupported(o)...)
-}
-
-// unsupported refuses what kube accepts and apichain does not do yet, rather than serving it
-// wrongly: webhook conversion.
-func unsupported(o runtime.Object) field.ErrorList {
-	crd := o.(*apiextensionsv1.CustomResourceDefinition)
-	if c := crd.Spec.Conversion; c != nil && c.Strategy == apiextensionsv1.WebhookConverter {
-		return field.ErrorList{field.Forbidden(field.NewPath("spec", "conversion", "strategy"),
-			"webhook conversion is not supported by this server yet; use the None strategy")}
-	}
-	return nil
+	return validation.ValidateCustomResourceDefinition(context.Background(), crd)
 }
 
 func validateUpdate(o, old runtime.Object) field.ErrorList {
@@ -173,5 +162,5 @@ func validateUpdate(o, old runtime.Object) field.ErrorList {
 	if ferr != nil {
 		return field.ErrorList{ferr}
 	}
-	return append(validation.ValidateCustomResourceDefinitionUpdate(context.Background(), crd, prev), unsupported(o)...)
+	return validation.ValidateCustomResourceDefinitionUpdate(context.Background(), crd, prev)
 }

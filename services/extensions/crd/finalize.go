@@ -61,7 +61,11 @@ func deleteInstances(ctx context.Context, client *registry.Client, crd *apiexten
 		}
 		cr, ok := client.Lookup(schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: crd.Status.AcceptedNames.Plural})
 		if !ok { // not served by this replica yet (it just started): the stored objects are the same
-			cv, err := customResource(crd, v)
+			conv, err := newWebhookConversion(crd)
+			if err != nil {
+				return 0, err
+			}
+			cv, err := customResource(crd, v, conv)
 			if err != nil {
 				return 0, err
 			}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/apichain/apichain/pkg/openapi"
 	"github.com/apichain/apichain/pkg/registry"
@@ -50,6 +51,7 @@ func (c *CustomResources) Of(crds []*apiextensionsv1.CustomResourceDefinition, l
 		if !IsEstablished(crd) {
 			continue
 		}
+		conversion := sync.OnceValues(func() (*webhookConversion, error) { return newWebhookConversion(crd) }) // one for the CRD's versions
 		for _, v := range crd.Spec.Versions {
 			if !v.Served {
 				continue
@@ -57,8 +59,11 @@ func (c *CustomResources) Of(crds []*apiextensionsv1.CustomResourceDefinition, l
 			key := fmt.Sprintf("%s/%s/%d/%v/%s", crd.UID, v.Name, crd.Generation, crd.Status.AcceptedNames, crd.Spec.Scope)
 			cv, ok := c.byKey[key]
 			if !ok {
-				var err error
-				if cv, err = customResource(crd, v); err != nil {
+				conv, err := conversion()
+				if err == nil {
+					cv, err = customResource(crd, v, conv)
+				}
+				if err != nil {
 					log.Warn("custom resource not served", "crd", crd.Name, "version", v.Name, "err", err)
 					continue
 				}
@@ -125,7 +130,9 @@ func (c *CustomResources) OpenAPI() (map[schema.GroupVersion][]byte, []openapi.C
 	return out, all, nil
 }
 
-func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion) (customResourceVersion, error) {
+// customResource is a CRD's version as a resource; conv converts it between the CRD's versions
+// when its strategy is Webhook (nil: None).
+func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion, conv *webhookConversion) (customResourceVersion, error) {
 	cs, err := newCustomSchema(v)
 	if err != nil {
 		return customResourceVersion{}, err
@@ -147,6 +154,9 @@ func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensio
 		if sv.Storage && sv.Name != v.Name {
 			r.StoredAs = schema.GroupVersion{Group: crd.Spec.Group, Version: sv.Name}
 		}
+	}
+	if conv != nil {
+		r.ConvertVersion = conv.convert
 	}
 	if v.Subresources != nil && v.Subresources.Status != nil {
 		r.Subresources = append(r.Subresources, "status")
