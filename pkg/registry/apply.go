@@ -6,11 +6,13 @@ import (
 	"net/http"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 )
@@ -21,7 +23,8 @@ import (
 // to a missing object creates it.
 func (h *Handler) apply(ctx context.Context, r *Resource, req *resourcev1.PatchRequest) (*resourcev1.PatchResponse, error) {
 	ref := req.GetRef()
-	if sub := ref.GetSubresource(); sub != "" && sub != "status" {
+	sub := ref.GetSubresource()
+	if sub != "" && sub != "status" && sub != "scale" {
 		return nil, apierrors.NewBadRequest("server-side apply to subresources is not supported yet")
 	}
 	manager := req.GetOptions().GetFieldManager()
@@ -32,17 +35,29 @@ func (h *Handler) apply(ctx context.Context, r *Resource, req *resourcev1.PatchR
 	if fms == nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("server-side apply is unavailable: %v", h.fmErr))
 	}
-	applied, err := decodeApplyPatch(r, ref, req.GetBody().GetData())
+	gvk := r.GroupVersion.WithKind(r.Kind)
+	if sub == "scale" {
+		gvk = scaleGVK
+	}
+	applied, err := decodeApplyPatch(gvk, r.Namespaced, ref, req.GetBody().GetData())
 	if err != nil {
 		return nil, err
 	}
-	fm, err := fms.get(r, ref.GetSubresource())
+	var fm *managedfields.FieldManager
+	if sub == "scale" {
+		fm, err = fms.scale()
+	} else {
+		fm, err = fms.get(r, sub)
+	}
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
 	force, dryRun := req.GetForce(), isDryRun(req.GetOptions().GetDryRun())
 	ctx = withApplied(withManager(ctx, manager))
 	out, err := h.update(ctx, r, ref, dryRun, func(current runtime.Object) (runtime.Object, error) {
+		if sub == "scale" {
+			return applyToScale(r, fm, current, applied, manager, force)
+		}
 		obj, err := fm.Apply(current, applied, manager, force)
 		if err != nil {
 			return nil, applyError(err)
@@ -56,7 +71,7 @@ func (h *Handler) apply(ctx context.Context, r *Resource, req *resourcev1.PatchR
 		return obj, nil
 	})
 	code := int32(http.StatusOK)
-	if apierrors.IsNotFound(err) && ref.GetSubresource() == "" {
+	if apierrors.IsNotFound(err) && sub == "" {
 		live := r.New()
 		live.GetObjectKind().SetGroupVersionKind(r.GroupVersion.WithKind(r.Kind))
 		acc, _ := meta.Accessor(live)
@@ -72,6 +87,11 @@ func (h *Handler) apply(ctx context.Context, r *Resource, req *resourcev1.PatchR
 	if err != nil {
 		return nil, err
 	}
+	if sub == "scale" {
+		if out, err = toScale(r, out); err != nil {
+			return nil, err
+		}
+	}
 	body, err := h.respond(r, out, req.GetEncoding())
 	if err != nil {
 		return nil, err
@@ -79,9 +99,31 @@ func (h *Handler) apply(ctx context.Context, r *Resource, req *resourcev1.PatchR
 	return &resourcev1.PatchResponse{Body: body, Code: code}, nil
 }
 
+// applyToScale applies a Scale to current's scale, as kube's scale subresources do: the owners
+// of current's replicas are the live Scale's, and the result's owners go back to current
+// (update's scaleOwnership).
+func applyToScale(r *Resource, fm *managedfields.FieldManager, current runtime.Object, applied *unstructured.Unstructured, manager string, force bool) (runtime.Object, error) {
+	live, _, err := liveScale(r, current)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	obj, err := fm.Apply(live, applied, manager, force)
+	if err != nil {
+		return nil, applyError(err)
+	}
+	sc := &autoscalingv1.Scale{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.(*unstructured.Unstructured).Object, sc); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	sc.ResourceVersion = applied.GetResourceVersion() // unconditional unless the patch names a version
+	return sc, nil
+}
+
 var patchOptionsGK = schema.GroupKind{Group: "meta.k8s.io", Kind: "PatchOptions"}
 
-func decodeApplyPatch(r *Resource, ref *resourcev1.ResourceRef, data []byte) (*unstructured.Unstructured, error) {
+// decodeApplyPatch decodes an apply patch of a gvk object, checked against the request's
+// names.
+func decodeApplyPatch(gvk schema.GroupVersionKind, namespaced bool, ref *resourcev1.ResourceRef, data []byte) (*unstructured.Unstructured, error) {
 	if len(data) == 0 {
 		return nil, apierrors.NewBadRequest("the body of the request is empty")
 	}
@@ -93,13 +135,13 @@ func decodeApplyPatch(r *Resource, ref *resourcev1.ResourceRef, data []byte) (*u
 	if err := u.UnmarshalJSON(js); err != nil {
 		return nil, apierrors.NewBadRequest("error decoding apply patch: " + err.Error())
 	}
-	if u.GetAPIVersion() != r.GroupVersion.String() || u.GetKind() != r.Kind {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("apply patch is for %s %s, not %s %s", u.GetAPIVersion(), u.GetKind(), r.GroupVersion.String(), r.Kind))
+	if u.GetAPIVersion() != gvk.GroupVersion().String() || u.GetKind() != gvk.Kind {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid object type: %v", schema.FromAPIVersionAndKind(u.GetAPIVersion(), u.GetKind()))) // kube's field manager's words
 	}
 	if u.GetName() != "" && u.GetName() != ref.GetName() {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", u.GetName(), ref.GetName()))
 	}
-	if u.GetNamespace() != "" && r.Namespaced && u.GetNamespace() != ref.GetNamespace() {
+	if u.GetNamespace() != "" && namespaced && u.GetNamespace() != ref.GetNamespace() {
 		return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	if u.GetManagedFields() != nil {

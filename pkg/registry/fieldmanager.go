@@ -70,6 +70,24 @@ func (f *fieldManagers) get(r *Resource, subresource string) (*managedfields.Fie
 	return fm, nil
 }
 
+// scale is the field manager of scale subresources: autoscaling/v1 Scales, unstructured and
+// typed by their content (the parent's replicas owners are mapped to and from it).
+func (f *fieldManagers) scale() (*managedfields.FieldManager, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := fmKey{nil, "scale"}
+	if fm, ok := f.byResource[key]; ok {
+		return fm, nil
+	}
+	fm, err := managedfields.NewDefaultCRDFieldManager(deducedTypeConverter, unstructuredConvertor{}, nopDefaulter{}, unstructuredCreater{},
+		scaleGVK, scaleGVK.GroupVersion(), "scale", nil)
+	if err != nil {
+		return nil, err
+	}
+	f.byResource[key] = fm
+	return fm, nil
+}
+
 // track records manager's changes from live to next in next's managedFields. Tracking is
 // best effort, as in kube: a failure leaves the write alone.
 func (f *fieldManagers) track(r *Resource, subresource string, live, next runtime.Object, manager string) runtime.Object {

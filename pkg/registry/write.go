@@ -332,6 +332,10 @@ func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.Resou
 			}
 		case !isApplied(ctx) && (sub == "" || sub == "status"):
 			next = h.managers().track(r, sub, current, next, managerFrom(ctx))
+		case sub == "scale":
+			if sc, ok := changed.(*autoscalingv1.Scale); ok {
+				h.scaleOwnership(r, current, next, sc, managerFrom(ctx), isApplied(ctx))
+			}
 		}
 		currentRV := strconv.FormatInt(kv.ModRevision, 10)
 		if requestedRV != "" && requestedRV != currentRV {

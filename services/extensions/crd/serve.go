@@ -143,7 +143,10 @@ func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensio
 		GroupVersion: gvk.GroupVersion(), Name: names.Plural, SingularName: names.Singular, Kind: names.Kind,
 		Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped, ShortNames: names.ShortNames, Categories: names.Categories,
 		HasSpec: true, New: registry.NewUnstructured(gvk), NewList: registry.NewUnstructuredList(gvk),
-		TypeConverter:    cs.typeConverter(gvk),
+		TypeConverter: cs.typeConverter(gvk),
+		// Pruned and defaulted where kube's decoder does it: on every request's object (so the
+		// field managers see the defaults, as on kube) and on what is read from storage.
+		Default:          cs.prepare,
 		PrepareForCreate: func(_ context.Context, o runtime.Object) { cs.prepare(o) },
 		PrepareForUpdate: func(o, _ runtime.Object) { cs.prepare(o) },
 		UnknownFields:    cs.unknownFields,
