@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/version"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 )
 
@@ -72,6 +74,17 @@ func (c *CustomResources) Of(crds []*apiextensionsv1.CustomResourceDefinition, l
 			out = append(out, cv.resource)
 		}
 	}
+	// kube's CRD discovery order: a group's versions by kube's version order (v2, v1, v1beta1),
+	// the first preferred; a version's resources by name.
+	slices.SortStableFunc(out, func(a, b *registry.Resource) int {
+		if c := strings.Compare(a.GroupVersion.Group, b.GroupVersion.Group); c != 0 {
+			return c
+		}
+		if c := version.CompareKubeAwareVersionStrings(b.GroupVersion.Version, a.GroupVersion.Version); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 	changed := len(next) != len(c.byKey)
 	for k := range next {
 		if _, ok := c.byKey[k]; !ok {
