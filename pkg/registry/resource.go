@@ -102,6 +102,11 @@ type Resource struct {
 	Default func(obj runtime.Object)
 	// PrepareForCreate clears and sets the fields a client may not set (the strategy's work).
 	PrepareForCreate func(ctx context.Context, obj runtime.Object)
+	// ResetStatusMeta puts back the metadata a status write may not change, as the kind's
+	// status strategy in kube does (metav1.ResetObjectMetaForStatus for most newer kinds and
+	// custom resources; a Deployment's labels; a Pod's ownerReferences). Nil: as most built-in
+	// kinds, a status write may change labels, annotations, finalizers and ownerReferences.
+	ResetStatusMeta func(next, old metav1.Object)
 	// PrepareForUpdate adjusts an update of the main resource or its status after the generic
 	// merge (status kept or taken, generation bumped): a CRD records its new storage version, a
 	// custom resource is pruned and defaulted.

@@ -432,9 +432,17 @@ func (h *Handler) merge(r *Resource, ref *resourcev1.ResourceRef, current, chang
 	oldAcc, _ := meta.Accessor(current)
 	var next runtime.Object
 	switch ref.GetSubresource() {
-	case "status":
+	case "status": // the status, and the metadata the kind lets a status write change
 		next = current.DeepCopyObject()
 		copyField(next, changed, "Status")
+		nacc, _ := meta.Accessor(next)
+		nacc.SetLabels(acc.GetLabels())
+		nacc.SetAnnotations(acc.GetAnnotations())
+		nacc.SetFinalizers(acc.GetFinalizers())
+		nacc.SetOwnerReferences(acc.GetOwnerReferences())
+		if r.ResetStatusMeta != nil {
+			r.ResetStatusMeta(nacc, oldAcc)
+		}
 	case "finalize": // a namespace's spec.finalizers
 		next = current.DeepCopyObject()
 		copyField(next, changed, "Spec")
@@ -448,8 +456,8 @@ func (h *Handler) merge(r *Resource, ref *resourcev1.ResourceRef, current, chang
 		r.Merges[ref.GetSubresource()](next, changed)
 	}
 	nacc, _ := meta.Accessor(next)
-	if ref.GetSubresource() != "" {
-		// Status updates may not change metadata beyond what kube allows; keep the current.
+	if sub := ref.GetSubresource(); sub != "" && sub != "status" {
+		// Other subresources change no labels or annotations; keep the current.
 		nacc.SetLabels(oldAcc.GetLabels())
 		nacc.SetAnnotations(oldAcc.GetAnnotations())
 	}

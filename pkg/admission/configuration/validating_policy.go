@@ -28,7 +28,7 @@ import (
 func ValidatingAdmissionPolicies() *registry.Resource {
 	return &registry.Resource{GroupVersion: admissionregistrationv1.SchemeGroupVersion,
 		Name: "validatingadmissionpolicies", SingularName: "validatingadmissionpolicy", Kind: "ValidatingAdmissionPolicy",
-		Categories: []string{"api-extensions"}, Subresources: []string{"status"}, HasSpec: true,
+		Categories: []string{"api-extensions"}, Subresources: []string{"status"}, HasSpec: true, ResetStatusMeta: metav1.ResetObjectMetaForStatus,
 		New:     func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicy{} },
 		NewList: func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyList{} },
 		Default: func(o runtime.Object) { defaultPolicy(o.(*admissionregistrationv1.ValidatingAdmissionPolicy)) },

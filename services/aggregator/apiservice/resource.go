@@ -21,9 +21,10 @@ import (
 func Resource() *registry.Resource {
 	return &registry.Resource{GroupVersion: apiregistration.SchemeGroupVersion, Name: "apiservices", SingularName: "apiservice",
 		Kind: "APIService", Categories: []string{"api-extensions"}, Subresources: []string{"status"}, HasSpec: true, NoGeneration: true,
-		New:          func() runtime.Object { return &apiregistration.APIService{} },
-		NewList:      func() runtime.Object { return &apiregistration.APIServiceList{} },
-		ValidateName: path.ValidatePathSegmentName,
+		ResetStatusMeta: metav1.ResetObjectMetaForStatus,
+		New:             func() runtime.Object { return &apiregistration.APIService{} },
+		NewList:         func() runtime.Object { return &apiregistration.APIServiceList{} },
+		ValidateName:    path.ValidatePathSegmentName,
 		Default: func(o runtime.Object) {
 			if s := o.(*apiregistration.APIService).Spec.Service; s != nil && s.Port == nil {
 				s.Port = ptr.To[int32](443)

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -165,6 +166,7 @@ func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensio
 		UnknownFields:    cs.unknownFields,
 		ValidateCreate:   func(o runtime.Object) field.ErrorList { return cs.validate(o, nil) },
 		ValidateUpdate:   cs.validate,
+		ResetStatusMeta:  metav1.ResetObjectMetaForStatus, // kube's status strategy keeps the old object but its status
 	}
 	for _, sv := range crd.Spec.Versions {
 		if sv.Storage && sv.Name != v.Name {

@@ -9,6 +9,7 @@ import (
 	"github.com/apichain/apichain/pkg/registry"
 	appsv1 "k8s.io/api/apps/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -19,7 +20,8 @@ func Resources() []*registry.Resource {
 	return []*registry.Resource{
 		{GroupVersion: gv, Name: "deployments", SingularName: "deployment", Kind: "Deployment", Namespaced: true,
 			ShortNames: []string{"deploy"}, Categories: []string{"all"}, Subresources: []string{"scale", "status"}, HasSpec: true,
-			New: registry.Of[appsv1.Deployment](), NewList: registry.Of[appsv1.DeploymentList](), Validate: validateDeployment,
+			ResetStatusMeta: func(next, old metav1.Object) { next.SetLabels(old.GetLabels()) }, // kube's deployment status strategy
+			New:             registry.Of[appsv1.Deployment](), NewList: registry.Of[appsv1.DeploymentList](), Validate: validateDeployment,
 			PrepareForUpdate: func(o, old runtime.Object) {
 				// kube bumps a deployment's generation on annotation changes too: they are
 				// copied to its replica sets.

@@ -337,7 +337,8 @@ func checkTrustBundle(in string) error {
 func podCertificateRequests() *registry.Resource {
 	return &registry.Resource{GroupVersion: certificatesv1.SchemeGroupVersion, Name: "podcertificaterequests", SingularName: "podcertificaterequest",
 		Kind: "PodCertificateRequest", Namespaced: true, Subresources: []string{"status"}, HasSpec: true, NoAgeColumn: true,
-		New: registry.Of[certificatesv1.PodCertificateRequest](), NewList: registry.Of[certificatesv1.PodCertificateRequestList](),
+		ResetStatusMeta: metav1.ResetObjectMetaForStatus,
+		New:             registry.Of[certificatesv1.PodCertificateRequest](), NewList: registry.Of[certificatesv1.PodCertificateRequestList](),
 		// kube's conversion takes no metadata.namespace for this namespaced kind.
 		FieldLabels: func(o runtime.Object) fields.Set {
 			s := o.(*certificatesv1.PodCertificateRequest).Spec

@@ -10,6 +10,7 @@ import (
 	"github.com/apichain/apichain/pkg/registry"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -25,6 +26,8 @@ func Resources(etcd *clientv3.Client, services ServiceAllocator, budgets *regist
 	v1 := corev1.SchemeGroupVersion
 	pods := &registry.Resource{GroupVersion: v1, Name: "pods", SingularName: "pod", Kind: "Pod", Namespaced: true, ShortNames: []string{"po"},
 		Categories: []string{"all"}, HasSpec: true,
+		// kube's pod status strategy keeps the owners: old kubelets corrupted them.
+		ResetStatusMeta: func(next, old metav1.Object) { next.SetOwnerReferences(old.GetOwnerReferences()) },
 		// binding, eviction, ephemeralcontainers and resize are served here; the others by the gateway.
 		Subresources: []string{"attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward", "proxy", "resize", "status"},
 		New:          registry.Of[corev1.Pod](), NewList: registry.Of[corev1.PodList](), PrepareForCreate: preparePod, Validate: validatePod,

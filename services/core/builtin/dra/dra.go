@@ -43,7 +43,7 @@ func validateSelectors(sels []resourcev1.DeviceSelector, p *field.Path) field.Er
 
 func resourceClaims() *registry.Resource {
 	return &registry.Resource{GroupVersion: resourcev1.SchemeGroupVersion, Name: "resourceclaims", SingularName: "resourceclaim", Kind: "ResourceClaim",
-		Namespaced: true, Subresources: []string{"status"}, HasSpec: true, NoGeneration: true,
+		Namespaced: true, Subresources: []string{"status"}, HasSpec: true, NoGeneration: true, ResetStatusMeta: metav1.ResetObjectMetaForStatus,
 		New: registry.Of[resourcev1.ResourceClaim](), NewList: registry.Of[resourcev1.ResourceClaimList](),
 		Validate: func(o runtime.Object) field.ErrorList {
 			return validateClaimSpec(&o.(*resourcev1.ResourceClaim).Spec, field.NewPath("spec"))
@@ -209,7 +209,7 @@ func resourceSlices() *registry.Resource {
 
 func deviceTaintRules() *registry.Resource {
 	return &registry.Resource{GroupVersion: resourcev1.SchemeGroupVersion, Name: "devicetaintrules", SingularName: "devicetaintrule",
-		Kind: "DeviceTaintRule", Subresources: []string{"status"}, HasSpec: true,
+		Kind: "DeviceTaintRule", Subresources: []string{"status"}, HasSpec: true, ResetStatusMeta: metav1.ResetObjectMetaForStatus,
 		New: registry.Of[resourcev1.DeviceTaintRule](), NewList: registry.Of[resourcev1.DeviceTaintRuleList](),
 		Validate: func(o runtime.Object) field.ErrorList {
 			t := o.(*resourcev1.DeviceTaintRule).Spec.Taint

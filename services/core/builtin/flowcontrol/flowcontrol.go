@@ -29,7 +29,7 @@ import (
 
 func flowSchemas() *registry.Resource {
 	return &registry.Resource{GroupVersion: flowcontrolv1.SchemeGroupVersion, Name: "flowschemas", SingularName: "flowschema",
-		Kind: "FlowSchema", Subresources: []string{"status"}, HasSpec: true,
+		Kind: "FlowSchema", Subresources: []string{"status"}, HasSpec: true, ResetStatusMeta: metav1.ResetObjectMetaForStatus,
 		New: registry.Of[flowcontrolv1.FlowSchema](), NewList: registry.Of[flowcontrolv1.FlowSchemaList](),
 		Validate: validateFlowSchema,
 		TableOrder: func(a, b runtime.Object) int { // kube prints them by precedence, then name
@@ -66,7 +66,8 @@ func flowSchemas() *registry.Resource {
 func priorityLevelConfigurations() *registry.Resource {
 	return &registry.Resource{GroupVersion: flowcontrolv1.SchemeGroupVersion, Name: "prioritylevelconfigurations",
 		SingularName: "prioritylevelconfiguration", Kind: "PriorityLevelConfiguration", Subresources: []string{"status"}, HasSpec: true,
-		New: registry.Of[flowcontrolv1.PriorityLevelConfiguration](), NewList: registry.Of[flowcontrolv1.PriorityLevelConfigurationList](),
+		ResetStatusMeta: metav1.ResetObjectMetaForStatus,
+		New:             registry.Of[flowcontrolv1.PriorityLevelConfiguration](), NewList: registry.Of[flowcontrolv1.PriorityLevelConfigurationList](),
 		Validate: validatePriorityLevel,
 		Columns: []metav1.TableColumnDefinition{
 			registry.Column("Type", "string", flowcontrolv1.PriorityLevelConfigurationSpec{}.SwaggerDoc()["type"]),

@@ -44,7 +44,7 @@ func csiNodes() *registry.Resource {
 // volumeAttachments are storage.k8s.io/v1 VolumeAttachments.
 func volumeAttachments() *registry.Resource {
 	return &registry.Resource{GroupVersion: storagev1.SchemeGroupVersion, Name: "volumeattachments", SingularName: "volumeattachment",
-		Kind: "VolumeAttachment", Subresources: []string{"status"}, HasSpec: true, NoGeneration: true,
+		Kind: "VolumeAttachment", Subresources: []string{"status"}, HasSpec: true, NoGeneration: true, ResetStatusMeta: metav1.ResetObjectMetaForStatus,
 		New: registry.Of[storagev1.VolumeAttachment](), NewList: registry.Of[storagev1.VolumeAttachmentList](),
 		Validate: func(o runtime.Object) field.ErrorList {
 			s := o.(*storagev1.VolumeAttachment).Spec

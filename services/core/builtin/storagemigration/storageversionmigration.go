@@ -15,7 +15,8 @@ import (
 func storageVersionMigrations() *registry.Resource {
 	return &registry.Resource{GroupVersion: storagemigrationv1.SchemeGroupVersion, Name: "storageversionmigrations", SingularName: "storageversionmigration",
 		Kind: "StorageVersionMigration", Subresources: []string{"status"}, HasSpec: true, NoGeneration: true, NoAgeColumn: true,
-		New: registry.Of[storagemigrationv1.StorageVersionMigration](), NewList: registry.Of[storagemigrationv1.StorageVersionMigrationList](),
+		ResetStatusMeta: metav1.ResetObjectMetaForStatus,
+		New:             registry.Of[storagemigrationv1.StorageVersionMigration](), NewList: registry.Of[storagemigrationv1.StorageVersionMigrationList](),
 		Validate: func(o runtime.Object) field.ErrorList {
 			r := o.(*storagemigrationv1.StorageVersionMigration).Spec.Resource
 			p := field.NewPath("spec", "resource")
