@@ -123,18 +123,20 @@ compose-bin:
 	$(STATIC) -o $(COMPOSE_DIR)/bin/ ./services/gateway ./services/core ./services/extensions ./services/aggregator
 	$(STATIC) -o $(COMPOSE_DIR)/bin/etcd ./deploy/images/etcd
 	$(STATIC) -o $(COMPOSE_DIR)/bin/nats-server ./deploy/images/nats
+	deploy/images/haproxy/rootfs.sh $(COMPOSE_DIR)/bin/haproxy-root
 
 images: compose-bin
 	cd $(COMPOSE_DIR) && $(COMPOSE) build
 
-# up starts the stack, waits for the gateway's /readyz and writes the admin kubeconfig.
+# up starts the stack, waits for every gateway's /readyz and writes the admin kubeconfig, whose
+# server is the balancer in front of them.
 up: images
 	cd $(COMPOSE_DIR) && $(COMPOSE) up -d
 	@cd $(COMPOSE_DIR) && for i in $$(seq 180); do \
-	  cid=$$($(COMPOSE) ps -q gateway); \
-	  [ -n "$$cid" ] && [ "$$(docker inspect -f '{{.State.Health.Status}}' $$cid)" = healthy ] && break; sleep 1; \
+	  cids=$$($(COMPOSE) ps -q gateway); \
+	  [ -n "$$cids" ] && [ -z "$$(docker inspect -f '{{.State.Health.Status}}' $$cids | grep -v '^healthy$$')" ] && break; sleep 1; \
 	done; \
-	docker cp $$cid:/data/admin.kubeconfig admin.kubeconfig && \
+	docker cp $$(echo $$cids | cut -d' ' -f1):/data/admin.kubeconfig admin.kubeconfig && \
 	echo "apichain is up: kubectl --kubeconfig $(COMPOSE_DIR)/admin.kubeconfig get --raw '/readyz?verbose'"
 
 down:

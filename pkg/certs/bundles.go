@@ -37,6 +37,11 @@ type Bundles struct {
 	NATSHost string
 }
 
+// BalancerBundle is the directory of the balancer in front of the gateways: the cluster CA's
+// certificate alone, which its health checks verify the gateways' serving certificates with.
+const BalancerBundle = "balancer"
+
+
 // File names in a backend's bundle.
 const (
 	BundleCA              = "ca.crt"
@@ -84,6 +89,9 @@ func (p *PKI) EnsureBundles(b Bundles) error {
 		return err
 	}
 
+	if err := copyIn(filepath.Join(b.Dir, BalancerBundle), map[string][]byte{BundleCA: ca.CertPEM}); err != nil {
+		return err
+	}
 	etcdDir := filepath.Join(b.Dir, etcdBundleName)
 	if err := copyIn(etcdDir, map[string][]byte{BundleCA: etcdCA.CertPEM}); err != nil {
 		return err

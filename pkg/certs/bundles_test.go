@@ -70,6 +70,13 @@ func TestEnsureBundles(t *testing.T) {
 	assert.NoError(t, verify(filepath.Join(b.Dir, NATSBundle, BundleNATSCert), filepath.Join(b.Dir, NATSBundle, BundleNATSKey),
 		clusterCA, x509.ExtKeyUsageServerAuth, "nats"))
 
+	balancer, err := os.ReadDir(filepath.Join(b.Dir, BalancerBundle))
+	require.NoError(t, err)
+	require.Len(t, balancer, 1)
+	assert.Equal(t, BundleCA, balancer[0].Name(), "the balancer gets the cluster CA's certificate alone")
+	assert.NoError(t, verify(p.ServingCertFile, p.ServingKeyFile, pool(filepath.Join(b.Dir, BalancerBundle, BundleCA)),
+		x509.ExtKeyUsageServerAuth, "localhost"), "which verifies the gateways' serving certificate")
+
 	// Kept as they are on the next run.
 	require.NoError(t, p.EnsureBundles(b))
 	again, _ := os.ReadFile(core)

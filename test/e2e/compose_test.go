@@ -298,6 +298,8 @@ type loadTarget struct {
 	create func(ctx context.Context, name string) error
 	get    func(ctx context.Context, name string) error
 	names  func(ctx context.Context) ([]string, error)
+	// list reads a page of them; nil if the load does not list.
+	list func(ctx context.Context) error
 }
 
 func configMaps(cs *kubernetes.Clientset, ns string) loadTarget {
@@ -321,6 +323,10 @@ func configMaps(cs *kubernetes.Clientset, ns string) loadTarget {
 				out = append(out, cm.Name)
 			}
 			return out, nil
+		},
+		list: func(ctx context.Context) error {
+			_, err := cms.List(ctx, metav1.ListOptions{Limit: 50})
+			return err
 		},
 	}
 }
@@ -369,8 +375,14 @@ type load struct {
 }
 
 func startLoad(t *testing.T, target loadTarget, prefix string) *load {
+	return startLoadOf(t, target, prefix, 6)
+}
+
+// startLoadOf starts a load from the given number of workers; each also lists a page every
+// tenth round when the target lists.
+func startLoadOf(t *testing.T, target loadTarget, prefix string, workers int) *load {
 	l := &load{target: target, stop: make(chan struct{}), started: time.Now()}
-	for w := 0; w < 6; w++ {
+	for w := 0; w < workers; w++ {
 		l.done.Add(1)
 		go func() {
 			defer l.done.Done()
@@ -385,6 +397,9 @@ func startLoad(t *testing.T, target loadTarget, prefix string) *load {
 				err := target.create(ctx, name)
 				if err == nil {
 					err = target.get(ctx, name)
+				}
+				if err == nil && target.list != nil && i%10 == 9 {
+					err = target.list(ctx)
 				}
 				cancel()
 				l.mu.Lock()
