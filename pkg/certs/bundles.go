@@ -41,7 +41,6 @@ type Bundles struct {
 // certificate alone, which its health checks verify the gateways' serving certificates with.
 const BalancerBundle = "balancer"
 
-
 // File names in a backend's bundle.
 const (
 	BundleCA              = "ca.crt"
