@@ -17,7 +17,7 @@ GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
 MODULES := gen pkg services/gateway services/core services/extensions services/aggregator cmd/apichain cmd/apichain-bench deploy/images test/e2e
 PKGS := $(addprefix ./,$(addsuffix /...,$(MODULES)))
 
-.PHONY: compose-bin images up down all build test test-short vet deadcode fmt lint generate check-generate tools googleapis bench bench-startup chaos controller-runtime-suites run clean
+.PHONY: compose-bin images up down swarm-up swarm-down all build test test-short vet deadcode fmt lint generate check-generate tools googleapis bench bench-startup chaos controller-runtime-suites run clean
 
 all: build
 
@@ -28,7 +28,7 @@ run:
 	go run ./cmd/apichain
 
 test:
-	@docker info >/dev/null 2>&1 || echo "*** SKIPPED: docker info failed, so the docker compose tests (TestComposeStack, TestComposeEtcdLeaderLoss) will skip: they need a Docker engine ***"
+	@docker info >/dev/null 2>&1 || echo "*** SKIPPED: docker info failed, so the docker compose tests (TestCompose*: the stack, etcd leader loss, the gateways behind the balancer, the NATS cluster, the swarm stack) will skip: they need a Docker engine ***"
 	go test -count=1 -timeout 30m $(PKGS)
 
 test-short:
@@ -141,3 +141,10 @@ up: images
 
 down:
 	cd $(COMPOSE_DIR) && $(COMPOSE) down -v --remove-orphans
+
+# The same images as a swarm stack (deploy/swarm; docker swarm init first).
+swarm-up: images
+	deploy/swarm/up.sh
+
+swarm-down:
+	deploy/swarm/down.sh

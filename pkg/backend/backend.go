@@ -311,9 +311,9 @@ func (b *Backend) Run(ctx context.Context) error {
 	b.instances.OnChange(func() { b.peers.RetainConns(nil) })
 	defer b.peers.CloseConns()
 	return b.Server.RunAlongside(ctx, func(ctx context.Context) {
-		lifecycle.Announce(ctx, b.nc, b.Server, b.currentInstance, b.opts.Lifecycle.TTL, b.Log)
+		lifecycle.Announce(ctx, b.nc, b.Server, b.currentInstance, b.opts.Lifecycle.KV(), b.Log)
 	}, func(ctx context.Context) {
-		lifecycle.WatchNATS(ctx, b.nc, b.opts.Lifecycle.TTL, b.instances, b.Log)
+		lifecycle.WatchNATS(ctx, b.nc, b.opts.Lifecycle.KV(), b.instances, b.Log)
 	})
 }
 

@@ -32,9 +32,10 @@ type Bundles struct {
 	// EtcdMembers are etcd's members' host names. Dir/etcd gets etcd's CA certificate and, per
 	// member, a certificate and key that serve clients and peers and are a peer's client.
 	EtcdMembers []string
-	// NATSHost is the NATS server's host name: Dir/nats gets its serving certificate and key,
-	// from the cluster CA.
-	NATSHost string
+	// NATSHosts are the NATS servers' host names (one, or a cluster's nodes): Dir/nats gets
+	// one certificate and key naming them all, from the cluster CA, that serve clients and
+	// are each node's client on the cluster's routes, and the CA certificate to verify routes.
+	NATSHosts []string
 }
 
 // BalancerBundle is the directory of the balancer in front of the gateways: the cluster CA's
@@ -102,15 +103,18 @@ func (p *PKI) EnsureBundles(b Bundles) error {
 			return fmt.Errorf("certs: etcd member %s: %w", m, err)
 		}
 	}
-	if b.NATSHost != "" {
+	if len(b.NATSHosts) > 0 {
 		dir := filepath.Join(b.Dir, NATSBundle)
 		if err := os.MkdirAll(dir, dirMode); err != nil {
 			return fmt.Errorf("certs: %w", err)
 		}
 		l := leafSpec{certFile: filepath.Join(dir, BundleNATSCert), keyFile: filepath.Join(dir, BundleNATSKey),
-			commonName: b.NATSHost, server: true, hosts: append([]string{b.NATSHost}, loopbackHosts...)}
+			commonName: b.NATSHosts[0], server: true, peer: true, hosts: append(slices.Clone(b.NATSHosts), loopbackHosts...)}
 		if err := ensureLeaf(ca, l); err != nil {
 			return fmt.Errorf("certs: nats: %w", err)
+		}
+		if err := copyIn(dir, map[string][]byte{BundleCA: ca.CertPEM}); err != nil {
+			return err
 		}
 	}
 	for _, svc := range b.Backends {

@@ -15,7 +15,7 @@ func TestEnsureBundles(t *testing.T) {
 	p, err := EnsurePKI(t.TempDir(), nil, []string{"apichain-backend"})
 	require.NoError(t, err)
 	b := Bundles{Dir: t.TempDir(), Backends: []string{"core", "aggregator"}, BackendHost: "apichain-backend",
-		FrontProxyClients: []string{"aggregator"}, EtcdMembers: []string{"etcd", "etcd1"}, NATSHost: "nats"}
+		FrontProxyClients: []string{"aggregator"}, EtcdMembers: []string{"etcd", "etcd1"}, NATSHosts: []string{"nats", "nats1"}}
 	require.NoError(t, p.EnsureBundles(b))
 
 	pool := func(file string) *x509.CertPool {

@@ -55,7 +55,7 @@ func TestPublishWatchGoodbyeAndExpiry(t *testing.T) {
 	reg := NewRegistry(ttl)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go WatchNATS(ctx, connect(t), ttl, reg, quiet)
+	go WatchNATS(ctx, connect(t), KV{TTL: ttl}, reg, quiet)
 
 	state := func(id string, ready bool) func() *lifecyclev1.InstanceState {
 		return func() *lifecyclev1.InstanceState {
@@ -63,13 +63,13 @@ func TestPublishWatchGoodbyeAndExpiry(t *testing.T) {
 		}
 	}
 	// a: stops cleanly (deletes its key); b: dies without a goodbye (its connection closes).
-	pa := NewPublisher(connect(t), Key("core", "a"), ttl, state("a", true), quiet)
+	pa := NewPublisher(connect(t), Key("core", "a"), KV{TTL: ttl}, state("a", true), quiet)
 	actx, stopA := context.WithCancel(ctx)
 	aDone := make(chan struct{})
 	go func() { pa.Run(actx); close(aDone) }()
 	pa.Notify()
 	ncB := connect(t)
-	pb := NewPublisher(ncB, Key("core", "b"), ttl, state("b", false), quiet)
+	pb := NewPublisher(ncB, Key("core", "b"), KV{TTL: ttl}, state("b", false), quiet)
 	bctx, killB := context.WithCancel(ctx)
 	go pb.Run(bctx)
 	pb.Notify()
@@ -82,7 +82,7 @@ func TestPublishWatchGoodbyeAndExpiry(t *testing.T) {
 
 	// A late subscriber catches up from the bucket.
 	late := NewRegistry(ttl)
-	go WatchNATS(ctx, connect(t), ttl, late, quiet)
+	go WatchNATS(ctx, connect(t), KV{TTL: ttl}, late, quiet)
 	eventually(t, "late subscriber catch-up", func() bool { return len(late.Service("core")) == 2 })
 
 	stopA()

@@ -33,10 +33,24 @@ func (u NATSUser) Permissions() (publish, subscribe []string) {
 	return append(publish, u.Publish...), []string{"_INBOX.>"}
 }
 
-// NATSServerConfig is a NATS server configuration serving clients over TLS (certFile,
-// keyFile) on port 4222, with JetStream storing under storeDir, its monitor on loopback
-// only, and the users' nkeys as the only way in.
-func NATSServerConfig(certFile, keyFile, storeDir string, users []NATSUser) []byte {
+// NATSServer is where a NATS server finds its TLS files and JetStream store, and the host
+// names of its cluster's nodes (none or one: a single server).
+type NATSServer struct {
+	CertFile, KeyFile string
+	// CAFile verifies the other nodes' certificates on the cluster's routes.
+	CAFile   string
+	StoreDir string
+	Nodes    []string
+}
+
+// NATSServerConfig is a NATS server configuration serving clients over TLS on port 4222, with
+// JetStream storing under StoreDir, its monitor on loopback only, and the users' nkeys as the
+// only way in. With more than one node it joins them in one JetStream cluster (routes on port
+// 6222, TLS both ways with the same certificate; a route is let in only with a certificate
+// naming one of the nodes, not with any other certificate of the cluster CA) and stops in lame duck mode: it hands its
+// JetStream leaderships over, waits 2 s, then closes its clients one by one (at most a second
+// apart; NATS's minimum lame duck duration of 30 s bounds the whole). Each node is started with --name set to its host name.
+func NATSServerConfig(s NATSServer, users []NATSUser) []byte {
 	q := strconv.Quote // ASCII names and paths: quotes and backslashes are all it escapes
 	list := func(ss []string) string {
 		out := make([]string, len(ss))
@@ -48,8 +62,18 @@ func NATSServerConfig(certFile, keyFile, storeDir string, users []NATSUser) []by
 	var b strings.Builder
 	b.WriteString("# Made by apichain's pki step: TLS, and each service's nkey with its permissions.\n")
 	fmt.Fprintf(&b, "port: 4222\nhttp: %s\n", q("127.0.0.1:8222"))
-	fmt.Fprintf(&b, "jetstream {\n  store_dir: %s\n}\n", q(storeDir))
-	fmt.Fprintf(&b, "tls {\n  cert_file: %s\n  key_file: %s\n  timeout: 5\n}\n", q(certFile), q(keyFile))
+	fmt.Fprintf(&b, "jetstream {\n  store_dir: %s\n}\n", q(s.StoreDir))
+	fmt.Fprintf(&b, "tls {\n  cert_file: %s\n  key_file: %s\n  timeout: 5\n}\n", q(s.CertFile), q(s.KeyFile))
+	if len(s.Nodes) > 1 {
+		routes := make([]string, len(s.Nodes))
+		for i, n := range s.Nodes {
+			routes[i] = "nats-route://" + n + ":6222"
+		}
+		fmt.Fprintf(&b, "lame_duck_duration: %s\nlame_duck_grace_period: %s\n", q("30s"), q("2s"))
+		fmt.Fprintf(&b, "cluster {\n  name: %s\n  port: 6222\n  no_advertise: true\n  routes: %s\n", q("apichain"), list(routes))
+		fmt.Fprintf(&b, "  tls {\n    cert_file: %s\n    key_file: %s\n    ca_file: %s\n    verify_cert_and_check_known_urls: true\n    timeout: 5\n  }\n}\n",
+			q(s.CertFile), q(s.KeyFile), q(s.CAFile))
+	}
 	b.WriteString("authorization {\n  users: [\n")
 	for _, u := range users {
 		pub, sub := u.Permissions()

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"crypto/tls"
 	"os"
 	"path/filepath"
 	"testing"
@@ -47,7 +48,7 @@ func TestNATSServerConfig(t *testing.T) {
 		}
 		users = append(users, u)
 	}
-	conf := file("nats.conf", NATSServerConfig(crtFile, keyFile, filepath.Join(dir, "js"), users))
+	conf := file("nats.conf", NATSServerConfig(NATSServer{CertFile: crtFile, KeyFile: keyFile, StoreDir: filepath.Join(dir, "js")}, users))
 	opts, err := natsserver.ProcessConfigFile(conf)
 	require.NoError(t, err, "%s", conf)
 	opts.Host, opts.Port, opts.HTTPPort, opts.NoSigs, opts.NoLog = "127.0.0.1", natsserver.RANDOM_PORT, 0, true, true
@@ -73,8 +74,8 @@ func TestNATSServerConfig(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	reg := NewRegistry(time.Minute)
-	go WatchNATS(ctx, gateway, time.Minute, reg, quiet)
-	pub := NewPublisher(core, Key("core", "c1"), time.Minute, func() *lifecyclev1.InstanceState {
+	go WatchNATS(ctx, gateway, KV{TTL: time.Minute}, reg, quiet)
+	pub := NewPublisher(core, Key("core", "c1"), KV{TTL: time.Minute}, func() *lifecyclev1.InstanceState {
 		return &lifecyclev1.InstanceState{Service: "core", InstanceId: "c1", Ready: true}
 	}, quiet)
 	go pub.Run(ctx)
@@ -120,4 +121,48 @@ func TestNATSServerConfig(t *testing.T) {
 	require.NoError(t, err)
 	_, err = nats.Connect(url, nats.RootCAs(caFile), opt, nats.Timeout(2*time.Second))
 	assert.Error(t, err, "no connection with an unknown nkey")
+}
+
+// With several nodes the configuration makes them one JetStream cluster: routes to every
+// node over TLS verified both ways, and a lame duck stop that hands clients to the others.
+func TestNATSServerConfigCluster(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := certs.NewCA("ca", time.Hour)
+	require.NoError(t, err)
+	crt, key, err := ca.IssueServing("nats", []string{"nats1", "nats2"}, time.Hour)
+	require.NoError(t, err)
+	file := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, data, 0o600))
+		return p
+	}
+	s := NATSServer{CertFile: file("nats.crt", crt), KeyFile: file("nats.key", key), CAFile: file("ca.crt", ca.CertPEM),
+		StoreDir: filepath.Join(dir, "js"), Nodes: []string{"nats", "nats1", "nats2"}}
+	pub, err := certs.EnsureNkey(filepath.Join(dir, "core.nk"))
+	require.NoError(t, err)
+	conf := file("nats.conf", NATSServerConfig(s, []NATSUser{{Service: "core", PublicKey: pub}}))
+	opts, err := natsserver.ProcessConfigFile(conf)
+	require.NoError(t, err)
+	assert.Equal(t, "apichain", opts.Cluster.Name)
+	assert.Equal(t, 6222, opts.Cluster.Port)
+	assert.True(t, opts.Cluster.NoAdvertise)
+	var routes []string
+	for _, r := range opts.Routes {
+		routes = append(routes, r.String())
+	}
+	assert.Equal(t, []string{"nats-route://nats:6222", "nats-route://nats1:6222", "nats-route://nats2:6222"}, routes)
+	require.NotNil(t, opts.Cluster.TLSConfig)
+	assert.Equal(t, tls.RequireAndVerifyClientCert, opts.Cluster.TLSConfig.ClientAuth, "routes verify each other's certificate")
+	assert.NotNil(t, opts.Cluster.TLSConfig.ClientCAs)
+	assert.True(t, opts.Cluster.TLSCheckKnownURLs, "a route's certificate must name a node: other certificates of the CA are not routes")
+	assert.Equal(t, 30*time.Second, opts.LameDuckDuration)
+	assert.True(t, opts.JetStream)
+
+	// A single node has no cluster.
+	s.Nodes = []string{"nats"}
+	conf = file("single.conf", NATSServerConfig(s, nil))
+	opts, err = natsserver.ProcessConfigFile(conf)
+	require.NoError(t, err)
+	assert.Empty(t, opts.Routes)
+	assert.Zero(t, opts.Cluster.Port)
 }

@@ -18,15 +18,22 @@ import (
 type Options struct {
 	InstanceID string
 	TTL        time.Duration
+	// Replicas is how many NATS nodes keep the lifecycle bucket.
+	Replicas int
 }
 
 // NewOptions returns the defaults.
-func NewOptions() Options { return Options{TTL: DefaultTTL} }
+func NewOptions() Options { return Options{TTL: DefaultTTL, Replicas: 1} }
+
+// KV is how the lifecycle bucket is kept.
+func (o *Options) KV() KV { return KV{TTL: o.TTL, Replicas: o.Replicas} }
 
 // AddFlags registers the options.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.InstanceID, "instance-id", o.InstanceID, "Instance id published in lifecycle state (default: hostname and pid).")
 	fs.DurationVar(&o.TTL, "lifecycle-ttl", o.TTL, "How long an instance's lifecycle state lives without a heartbeat.")
+	fs.IntVar(&o.Replicas, "lifecycle-replicas", o.Replicas, "How many nodes of a NATS JetStream cluster keep the lifecycle bucket (1 for a single NATS server; "+
+		"every process of a deployment must give the same).")
 }
 
 // Complete names the instance after its host (a container's name is unique) and pid.
@@ -45,6 +52,9 @@ func (o *Options) Validate() error {
 	}
 	if o.TTL <= 0 {
 		errs = append(errs, errors.New("--lifecycle-ttl must be positive"))
+	}
+	if o.Replicas < 1 || o.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("--lifecycle-replicas must be 1 to 5 (JetStream's limit), not %d", o.Replicas))
 	}
 	return errors.Join(errs...)
 }

@@ -17,7 +17,7 @@ import (
 type Publisher struct {
 	nc       *nats.Conn
 	key      string
-	ttl      time.Duration
+	kv       KV
 	snapshot func() *lifecyclev1.InstanceState
 	log      *slog.Logger
 	changed  chan struct{}
@@ -27,20 +27,17 @@ type Publisher struct {
 // then deletes it: at every change of srv (hooks, signals, state, readiness, and whatever
 // NotifyChange reports, such as the served group/versions) and by heartbeat. Run it
 // alongside the server (server.RunAlongside) so the goodbye comes after the server stopped.
-func Announce(ctx context.Context, nc *nats.Conn, srv *server.Server, inst func() Instance, ttl time.Duration, log *slog.Logger) {
+func Announce(ctx context.Context, nc *nats.Conn, srv *server.Server, inst func() Instance, kv KV, log *slog.Logger) {
 	first := inst()
-	p := NewPublisher(nc, Key(first.Service, first.InstanceID), ttl, func() *lifecyclev1.InstanceState { return Snapshot(srv, inst()) }, log)
+	p := NewPublisher(nc, Key(first.Service, first.InstanceID), kv, func() *lifecyclev1.InstanceState { return Snapshot(srv, inst()) }, log)
 	srv.OnChange(p.Notify)
 	p.Notify()
 	p.Run(ctx)
 }
 
 // NewPublisher publishes snapshot() under key.
-func NewPublisher(nc *nats.Conn, key string, ttl time.Duration, snapshot func() *lifecyclev1.InstanceState, log *slog.Logger) *Publisher {
-	if ttl <= 0 {
-		ttl = DefaultTTL
-	}
-	return &Publisher{nc: nc, key: key, ttl: ttl, snapshot: snapshot, log: log, changed: make(chan struct{}, 1)}
+func NewPublisher(nc *nats.Conn, key string, kv KV, snapshot func() *lifecyclev1.InstanceState, log *slog.Logger) *Publisher {
+	return &Publisher{nc: nc, key: key, kv: kv, snapshot: snapshot, log: log, changed: make(chan struct{}, 1)}
 }
 
 // Notify asks for a publish soon; many calls coalesce into one.
@@ -55,7 +52,7 @@ func (p *Publisher) Notify() {
 // takes it out of every gateway's view at once instead of after the TTL.
 func (p *Publisher) Run(ctx context.Context) {
 	var kv jetstream.KeyValue
-	heartbeat := time.NewTicker(p.ttl / 3)
+	heartbeat := time.NewTicker(p.kv.ttl() / 3)
 	defer heartbeat.Stop()
 	publish := func() {
 		data, err := proto.Marshal(p.snapshot())
@@ -63,10 +60,10 @@ func (p *Publisher) Run(ctx context.Context) {
 			p.log.Error("marshal lifecycle state", "err", err)
 			return
 		}
-		pctx, cancel := context.WithTimeout(ctx, p.ttl/3)
+		pctx, cancel := context.WithTimeout(ctx, p.kv.ttl()/3)
 		defer cancel()
 		if kv == nil {
-			if kv, err = openBucket(pctx, p.nc, p.ttl); err != nil {
+			if kv, err = openBucket(pctx, p.nc, p.kv); err != nil {
 				p.log.Debug("lifecycle bucket not available", "err", err)
 				return
 			}

@@ -12,13 +12,23 @@ import (
 )
 
 // WatchNATS keeps reg up to date from the lifecycle bucket until ctx is done. While NATS is
-// unreachable it marks reg's source as gRPC so the fallback poller takes over.
-func WatchNATS(ctx context.Context, nc *nats.Conn, ttl time.Duration, reg *Registry, log *slog.Logger) {
+// unreachable it marks reg's source as gRPC so the fallback poller takes over; not at once,
+// though: what the watch delivered stays good until a heartbeat is missed (TTL/3), which is
+// time enough for the client to move to another node of a cluster (a node stopped in lame
+// duck mode, a JetStream leader elected anew) and watch again.
+func WatchNATS(ctx context.Context, nc *nats.Conn, kv KV, reg *Registry, log *slog.Logger) {
+	var watched time.Time // when a watch last ended having delivered
 	for ctx.Err() == nil {
-		if err := watchOnce(ctx, nc, ttl, reg); err != nil && ctx.Err() == nil {
+		ok, err := watchOnce(ctx, nc, kv, reg)
+		if err != nil && ctx.Err() == nil {
 			log.Debug("lifecycle watch interrupted", "err", err)
 		}
-		reg.SetSource(SourceGRPC)
+		if ok {
+			watched = time.Now()
+		}
+		if time.Since(watched) > kv.ttl()/3 {
+			reg.SetSource(SourceGRPC)
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(250 * time.Millisecond):
@@ -26,21 +36,23 @@ func WatchNATS(ctx context.Context, nc *nats.Conn, ttl time.Duration, reg *Regis
 	}
 }
 
-func watchOnce(ctx context.Context, nc *nats.Conn, ttl time.Duration, reg *Registry) error {
+// watchOnce watches the bucket until the watch or the connection ends; watched says whether
+// it delivered the bucket's state.
+func watchOnce(ctx context.Context, nc *nats.Conn, k KV, reg *Registry) (watched bool, err error) {
 	if !nc.IsConnected() {
-		return nats.ErrConnectionClosed
+		return false, nats.ErrConnectionClosed
 	}
 	openCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	kv, err := openBucket(openCtx, nc, ttl)
+	kv, err := openBucket(openCtx, nc, k)
 	cancel()
 	if err != nil {
-		return err
+		return false, err
 	}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	w, err := kv.WatchAll(wctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer func() { _ = w.Stop() }()
 	reg.SetSource(SourceNATS)
@@ -50,17 +62,18 @@ func watchOnce(ctx context.Context, nc *nats.Conn, ttl time.Duration, reg *Regis
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return watched, nil
 		case <-check.C:
 			if !nc.IsConnected() {
-				return nats.ErrDisconnected
+				return watched, nats.ErrDisconnected
 			}
 		case e, ok := <-w.Updates():
 			if !ok {
-				return nats.ErrConnectionClosed
+				return watched, nats.ErrConnectionClosed
 			}
 			if e == nil { // initial values delivered
 				reg.MarkSynced()
+				watched = true
 				continue
 			}
 			apply(reg, e)

@@ -91,6 +91,12 @@ func (s *stack) checkNothingOpen(t *testing.T, cfg *rest.Config) {
 	defer cancel()
 	kv, err := js.KeyValue(ctx, lifecycle.Bucket)
 	require.NoError(t, err, "and reads the lifecycle bucket")
+	st, err := js.Stream(ctx, "KV_"+lifecycle.Bucket)
+	require.NoError(t, err)
+	assert.Equal(t, 3, st.CachedInfo().Config.Replicas, "the lifecycle bucket is kept on the three NATS nodes")
+	if assert.NotNil(t, st.CachedInfo().Cluster) {
+		assert.Len(t, st.CachedInfo().Cluster.Replicas, 2, "a leader and two replicas: %+v", st.CachedInfo().Cluster)
+	}
 	short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
 	defer cancelShort()
 	_, err = kv.Put(short, lifecycle.Key("gateway", "forged"), []byte("x"))

@@ -1,5 +1,6 @@
 // Command nats-server is the NATS server built from its Go module at the version pinned in
-// go.mod, for images built without a registry. "nats-server healthcheck" asks its monitor port.
+// go.mod, for images built without a registry. "nats-server healthcheck" asks its monitor port
+// whether it is healthy: in a cluster, whether its JetStream is current with the others'.
 package main
 
 import (
@@ -33,7 +34,7 @@ func main() {
 
 func healthcheck() int {
 	c := &http.Client{Timeout: 3 * time.Second}
-	resp, err := c.Get("http://127.0.0.1:8222/healthz?js-enabled-only=true")
+	resp, err := c.Get("http://127.0.0.1:8222/healthz")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -31,7 +31,7 @@ func newAuditing(o audit.Options, nc *nats.Conn, log *slog.Logger) (auditing, er
 		sinks = append(sinks, a.log)
 	}
 	if o.NATSSubject != "" {
-		if a.nats, err = audit.NewNATSBackend(nc, o.NATSSubject, log); err != nil {
+		if a.nats, err = audit.NewNATSBackend(nc, o, log); err != nil {
 			return auditing{}, fmt.Errorf("--audit-nats-subject: %w", err)
 		}
 		sinks = append(sinks, a.nats)

@@ -325,16 +325,16 @@ func (g *Gateway) Snapshot() *lifecyclev1.InstanceState {
 // Run serves until ctx is done, then shuts down gracefully.
 func (g *Gateway) Run(ctx context.Context) error {
 	defer g.pool.CloseAll()
-	ttl := g.opts.Lifecycle.TTL
+	kv := g.opts.Lifecycle.KV()
 	g.Server.MirrorHealth(g.health, topology.Gateway)
 	g.registry.OnChange(func() { g.router.RetainConns(g.staticAddresses()) })
 	g.registry.OnChange(g.Server.RecheckReadiness)
 	g.Log.Info("Serving securely on "+g.ln.Addr().String(), "url", g.URL(), "kubeconfig", g.kubeconfig)
 	tasks := []func(context.Context){
-		func(ctx context.Context) { lifecycle.WatchNATS(ctx, g.nc, ttl, g.registry, g.Log) },
-		func(ctx context.Context) { lifecycle.PollGRPC(ctx, g.registry, g.staticAddresses, g.dial, ttl/5) },
+		func(ctx context.Context) { lifecycle.WatchNATS(ctx, g.nc, kv, g.registry, g.Log) },
+		func(ctx context.Context) { lifecycle.PollGRPC(ctx, g.registry, g.staticAddresses, g.dial, kv.TTL/5) },
 		func(ctx context.Context) {
-			lifecycle.Announce(ctx, g.nc, g.Server, func() lifecycle.Instance { return g.instance }, ttl, g.Log)
+			lifecycle.Announce(ctx, g.nc, g.Server, func() lifecycle.Instance { return g.instance }, kv, g.Log)
 		},
 		g.saObjects.Run,
 	}

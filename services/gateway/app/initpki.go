@@ -15,8 +15,8 @@ import (
 // InitPKICommand creates the cluster's certificates once (idempotent), for deployments where
 // backends must have theirs before the gateway starts (docker compose's init step).
 func InitPKICommand() *cobra.Command {
-	var dataDir, backendName, bundlesDir, natsHost, auditSubjects string
-	var hosts, etcdMembers []string
+	var dataDir, backendName, bundlesDir, auditSubjects string
+	var hosts, etcdMembers, natsHosts []string
 	cmd := &cobra.Command{
 		Use:          "init-pki",
 		Short:        "Create (or keep) the CA, serving, client and backend certificates in --data-dir/pki",
@@ -31,12 +31,12 @@ func InitPKICommand() *cobra.Command {
 				return nil
 			}
 			err = pki.EnsureBundles(certs.Bundles{Dir: bundlesDir, Backends: topology.Chain(), BackendHost: backendName,
-				FrontProxyClients: []string{topology.Aggregator}, EtcdMembers: etcdMembers, NATSHost: natsHost})
+				FrontProxyClients: []string{topology.Aggregator}, EtcdMembers: etcdMembers, NATSHosts: natsHosts})
 			if err != nil {
 				return err
 			}
-			if natsHost != "" {
-				if err := ensureNATSUsers(pki, bundlesDir, auditSubjects); err != nil {
+			if len(natsHosts) > 0 {
+				if err := ensureNATSUsers(pki, bundlesDir, auditSubjects, natsHosts); err != nil {
 					return err
 				}
 			}
@@ -49,8 +49,9 @@ func InitPKICommand() *cobra.Command {
 	cmd.Flags().StringVar(&backendName, "backend-server-name", topology.BackendServerName, "Name in the backends' serving certificate.")
 	cmd.Flags().StringVar(&bundlesDir, "bundles-dir", "", "Also make, in a directory per backend (and one for etcd), only what that process needs: "+
 		"its own serving, healthcheck and etcd client certificates and keys, and the CA certificates; never a CA key or the gateway's client key.")
-	cmd.Flags().StringVar(&natsHost, "nats-host", "", "With --bundles-dir: the NATS server's host name. Its serving certificate, an nkey per service "+
-		"(the gateway's in --data-dir/pki) and its configuration (TLS; each service may write only its own lifecycle state) go in <bundles-dir>/nats.")
+	cmd.Flags().StringSliceVar(&natsHosts, "nats-host", nil, "With --bundles-dir: the NATS server's host name, or its cluster nodes' (more than one makes a "+
+		"JetStream cluster of them). Their certificate, an nkey per service (the gateway's in --data-dir/pki) and their configuration (TLS for clients and routes; "+
+		"each service may write only its own lifecycle state) go in <bundles-dir>/nats.")
 	cmd.Flags().StringVar(&auditSubjects, "audit-nats-subjects", "apichain.audit.>", "Subjects the gateway may publish audit events to (--audit-nats-subject).")
 	cmd.Flags().StringSliceVar(&etcdMembers, "etcd-member", nil, "Host names of etcd's members, each given a certificate for clients and peers signed by etcd's own CA (with --bundles-dir).")
 	return cmd
@@ -58,7 +59,7 @@ func InitPKICommand() *cobra.Command {
 
 // ensureNATSUsers keeps an nkey per service (each backend's in its bundle, the gateway's in its
 // data directory's pki) and writes the NATS server's configuration naming them.
-func ensureNATSUsers(pki *certs.PKI, bundlesDir, auditSubjects string) error {
+func ensureNATSUsers(pki *certs.PKI, bundlesDir, auditSubjects string, hosts []string) error {
 	var users []lifecycle.NATSUser
 	for _, svc := range topology.Services() {
 		seed := filepath.Join(bundlesDir, svc, certs.BundleNkey)
@@ -79,6 +80,7 @@ func ensureNATSUsers(pki *certs.PKI, bundlesDir, auditSubjects string) error {
 	// The configuration reads the bundle where compose mounts it in the NATS container (/pki)
 	// and stores JetStream in its data volume (/data).
 	dir := filepath.Join(bundlesDir, certs.NATSBundle)
-	conf := lifecycle.NATSServerConfig(filepath.Join("/pki", certs.BundleNATSCert), filepath.Join("/pki", certs.BundleNATSKey), "/data", users)
+	conf := lifecycle.NATSServerConfig(lifecycle.NATSServer{CertFile: filepath.Join("/pki", certs.BundleNATSCert),
+		KeyFile: filepath.Join("/pki", certs.BundleNATSKey), CAFile: filepath.Join("/pki", certs.BundleCA), StoreDir: "/data", Nodes: hosts}, users)
 	return os.WriteFile(filepath.Join(dir, certs.BundleNATSConf), conf, 0o644)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -27,6 +28,8 @@ type Options struct {
 	MaxSize    int
 	// NATSSubject is the JetStream subject every gateway replica publishes its events to.
 	NATSSubject string
+	// NATSReplicas is how many nodes of a NATS JetStream cluster keep the stream.
+	NATSReplicas int
 }
 
 // AddFlags registers the flags with kube's names.
@@ -40,6 +43,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxSize, "audit-log-maxsize", o.MaxSize, "Megabytes an audit log file grows to before it is rotated (0: 100).")
 	fs.StringVar(&o.NATSSubject, "audit-nats-subject", o.NATSSubject,
 		"Also publish audit events to this NATS JetStream subject (stream APICHAIN_AUDIT), so every gateway replica's events land in one stream.")
+	fs.IntVar(&o.NATSReplicas, "audit-nats-replicas", max(o.NATSReplicas, 1), "How many nodes of a NATS JetStream cluster keep the audit stream (1 for a single NATS server).")
 }
 
 // Validate reports bad options.
@@ -49,6 +53,9 @@ func (o *Options) Validate() error {
 	}
 	if strings.ContainsAny(o.NATSSubject, " *>") {
 		return errors.New("--audit-nats-subject must be a literal subject")
+	}
+	if o.NATSReplicas < 0 || o.NATSReplicas > 5 {
+		return fmt.Errorf("--audit-nats-replicas must be 1 to 5 (JetStream's limit), not %d", o.NATSReplicas)
 	}
 	return nil
 }
@@ -100,18 +107,19 @@ const StreamName = "APICHAIN_AUDIT"
 // NATSBackend publishes each event as JSON to a JetStream subject without waiting for the
 // acknowledgement on the request path.
 type NATSBackend struct {
-	js      jetstream.JetStream
-	subject string
-	log     *slog.Logger
+	js       jetstream.JetStream
+	subject  string
+	replicas int
+	log      *slog.Logger
 }
 
-// NewNATSBackend publishes to subject over nc; Run creates the stream.
-func NewNATSBackend(nc *nats.Conn, subject string, log *slog.Logger) (*NATSBackend, error) {
+// NewNATSBackend publishes to o.NATSSubject over nc; Run creates the stream.
+func NewNATSBackend(nc *nats.Conn, o Options, log *slog.Logger) (*NATSBackend, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
 	}
-	return &NATSBackend{js: js, subject: subject, log: log}, nil
+	return &NATSBackend{js: js, subject: o.NATSSubject, replicas: max(o.NATSReplicas, 1), log: log}, nil
 }
 
 // Run makes sure the stream exists (file storage, a week of events), retrying while NATS is
@@ -120,7 +128,7 @@ func (b *NATSBackend) Run(ctx context.Context) {
 	for delay := 100 * time.Millisecond; ctx.Err() == nil; delay = min(2*delay, 5*time.Second) {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		_, err := b.js.CreateOrUpdateStream(cctx, jetstream.StreamConfig{Name: StreamName, Subjects: []string{b.subject},
-			Storage: jetstream.FileStorage, MaxAge: 7 * 24 * time.Hour})
+			Storage: jetstream.FileStorage, MaxAge: 7 * 24 * time.Hour, Replicas: b.replicas})
 		cancel()
 		if err == nil {
 			return
