@@ -25,14 +25,20 @@ APICHAIN_SWARM_PORT=$port docker stack deploy --prune -c stack.yaml "$stack"
 gateways() {
   docker ps -q --filter "label=com.docker.stack.namespace=$stack" --filter "label=com.docker.swarm.service.name=${stack}_gateway"
 }
+healthy=
 for _ in $(seq 300); do
   ids=$(gateways)
   if [ -n "$ids" ] && [ -z "$(docker inspect -f '{{.State.Health.Status}}' $ids | grep -v '^healthy$')" ]; then
+    healthy=1
     break
   fi
   sleep 1
 done
-ids=$(gateways)
+if [ -z "$healthy" ]; then
+  echo "the gateways of stack $stack were not healthy within 5 minutes:" >&2
+  docker stack ps --no-trunc "$stack" >&2
+  exit 1
+fi
 docker cp "$(echo $ids | cut -d' ' -f1):/data/admin.kubeconfig" admin.kubeconfig
 sed -i "s#server: https://[^ ]*#server: https://localhost:$port#" admin.kubeconfig
 echo "apichain is up as stack $stack: kubectl --kubeconfig $PWD/admin.kubeconfig get --raw '/readyz?verbose'"

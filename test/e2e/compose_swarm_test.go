@@ -74,7 +74,16 @@ func TestComposeSwarmStack(t *testing.T) {
 
 	load := startLoadOf(t, configMaps(cs, "swarm"), "swarm", 8)
 	load.waitAcked(t, 100)
+	tasks := func() []string {
+		return strings.Fields(s.run(time.Minute, "docker", "service", "ps", "-q", "--filter", "desired-state=running", swarmStack+"_gateway"))
+	}
+	before := tasks()
 	s.run(10*time.Minute, "docker", "service", "update", "--force", "--detach=false", swarmStack+"_gateway")
+	after := tasks()
+	assert.Len(t, after, 2)
+	for _, id := range after {
+		assert.NotContains(t, before, id, "every gateway task was replaced")
+	}
 	load.waitAcked(t, load.ackedCount()+100)
 	attempts, failed := load.stopAndCheck(t, false)
 	t.Logf("a forced rolling update of 2 gateway tasks on swarm: %d creates attempted, %d failed, 0 lost", attempts, failed)
