@@ -29,7 +29,7 @@ run:
 
 test:
 	@docker info >/dev/null 2>&1 || echo "*** SKIPPED: docker info failed, so the docker compose tests (TestCompose*: the stack, etcd leader loss, the gateways behind the balancer, the NATS cluster, the swarm stack) will skip: they need a Docker engine ***"
-	go test -count=1 -timeout 30m $(PKGS)
+	go test -count=1 -timeout 45m $(PKGS)
 
 test-short:
 	go test -short -count=1 $(PKGS)
