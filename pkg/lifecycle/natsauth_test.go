@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -165,4 +167,51 @@ func TestNATSServerConfigCluster(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, opts.Routes)
 	assert.Zero(t, opts.Cluster.Port)
+}
+
+// Two nodes run from the cluster configuration join as routes over TLS; a server holding
+// another certificate of the same CA, one that names no node, is refused as a route.
+func TestNATSClusterRoutes(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := certs.NewCA("ca", time.Hour)
+	require.NoError(t, err)
+	caFile := filepath.Join(dir, "ca.crt")
+	require.NoError(t, os.WriteFile(caFile, ca.CertPEM, 0o600))
+	// The first node's route port, known before it starts: every node's routes name it.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	firstPort := l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
+
+	start := func(name string, hosts []string, port int) *natsserver.Server {
+		crt, key, err := ca.IssuePeer(name, hosts, time.Hour)
+		require.NoError(t, err)
+		s := NATSServer{CertFile: filepath.Join(dir, name+".crt"), KeyFile: filepath.Join(dir, name+".key"), CAFile: caFile,
+			StoreDir: filepath.Join(dir, name), Nodes: []string{"localhost", "localhost"}}
+		require.NoError(t, os.WriteFile(s.CertFile, crt, 0o600))
+		require.NoError(t, os.WriteFile(s.KeyFile, key, 0o600))
+		conf := filepath.Join(dir, name+".conf")
+		require.NoError(t, os.WriteFile(conf, NATSServerConfig(s, nil), 0o600))
+		opts, err := natsserver.ProcessConfigFile(conf)
+		require.NoError(t, err)
+		opts.ServerName, opts.JetStream = name, false
+		opts.Host, opts.Port, opts.HTTPPort, opts.NoSigs, opts.NoLog = "127.0.0.1", natsserver.RANDOM_PORT, 0, true, true
+		opts.Cluster.Host, opts.Cluster.Port = "127.0.0.1", port
+		opts.Routes = natsserver.RoutesFromStr(fmt.Sprintf("nats-route://localhost:%d", firstPort))
+		srv, err := natsserver.NewServer(opts)
+		require.NoError(t, err)
+		go srv.Start()
+		require.True(t, srv.ReadyForConnections(10*time.Second))
+		t.Cleanup(srv.Shutdown)
+		return srv
+	}
+	first := start("first", []string{"localhost"}, firstPort)
+	second := start("second", []string{"localhost"}, natsserver.RANDOM_PORT)
+	require.Eventually(t, func() bool { return first.NumRoutes() > 0 && second.NumRoutes() > 0 }, 20*time.Second, 50*time.Millisecond,
+		"two nodes whose certificate names a route's host join")
+	routes := first.NumRoutes()
+
+	rogue := start("rogue", []string{"rogue"}, natsserver.RANDOM_PORT)
+	assert.Never(t, func() bool { return rogue.NumRoutes() > 0 || first.NumRoutes() > routes }, 3*time.Second, 100*time.Millisecond,
+		"a certificate of the same CA naming no node is not let in as a route")
 }
