@@ -10,9 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // swarmStack names the test's stack apart from a developer's own.
@@ -53,11 +51,7 @@ func TestComposeSwarmStack(t *testing.T) {
 	})
 	s.run(30*time.Minute, "make", "swarm-up")
 
-	cfg, err := clientcmd.BuildConfigFromFlags(fmt.Sprintf("https://127.0.0.1:%d", s.port), filepath.Join(s.dir, "admin.kubeconfig"))
-	require.NoError(t, err)
-	cfg.QPS, cfg.Burst = -1, 0
-	cs, err := kubernetes.NewForConfig(cfg)
-	require.NoError(t, err)
+	cs, cfg := s.clients()
 	hc, err := rest.HTTPClientFor(cfg)
 	require.NoError(t, err)
 

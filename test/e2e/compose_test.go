@@ -90,12 +90,19 @@ func startStack(t *testing.T, files []string, env ...string) (*stack, *kubernete
 		assert.Empty(t, strings.TrimSpace(string(out)), "stack down leaves no containers running")
 	})
 	s.run(30*time.Minute, "make", "up")
+	cs, cfg := s.clients()
+	return s, cs, cfg
+}
+
+// clients are client-go's, with the admin kubeconfig the stack wrote in its directory, on
+// the published port.
+func (s *stack) clients() (*kubernetes.Clientset, *rest.Config) {
 	cfg, err := clientcmd.BuildConfigFromFlags(fmt.Sprintf("https://127.0.0.1:%d", s.port), filepath.Join(s.dir, "admin.kubeconfig"))
-	require.NoError(t, err)
+	require.NoError(s.t, err)
 	cfg.QPS, cfg.Burst = -1, 0 // the load generator must not be throttled on the client
 	cs, err := kubernetes.NewForConfig(cfg)
-	require.NoError(t, err)
-	return s, cs, cfg
+	require.NoError(s.t, err)
+	return cs, cfg
 }
 
 func (s *stack) kubectl(args ...string) string {
