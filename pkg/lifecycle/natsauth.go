@@ -45,11 +45,12 @@ type NATSServer struct {
 
 // NATSServerConfig is a NATS server configuration serving clients over TLS on port 4222, with
 // JetStream storing under StoreDir, its monitor on loopback only, and the users' nkeys as the
-// only way in. With more than one node it joins them in one JetStream cluster (routes on port
-// 6222, TLS both ways with the same certificate; a route is let in only with a certificate
-// naming one of the nodes, not with any other certificate of the cluster CA) and stops in lame duck mode: it hands its
-// JetStream leaderships over, waits 2 s, then closes its clients one by one (at most a second
-// apart; NATS's minimum lame duck duration of 30 s bounds the whole). Each node is started with --name set to its host name.
+// only way in. With more than one node it joins them in one JetStream cluster: routes on port
+// 6222, TLS both ways with the same certificate, and a route let in only with a certificate
+// naming one of the nodes (no other certificate of the cluster CA). A node stops in lame duck
+// mode: it hands its JetStream leaderships over, waits 2 s, then closes its clients one by
+// one, at most a second apart (30 s, NATS's minimum lame duck duration, bounds the whole).
+// Each node is started with --name set to its host name.
 func NATSServerConfig(s NATSServer, users []NATSUser) []byte {
 	q := strconv.Quote // ASCII names and paths: quotes and backslashes are all it escapes
 	list := func(ss []string) string {
