@@ -197,7 +197,7 @@ func (c webhooksCheck) Note() string {
 // read once, so no replica admits a request without what applies to it.
 func Install(b *backend.Backend, h *registry.Handler, config registry.Source, params ...*registry.Client) error {
 	on := b.AdmissionPlugins().Enabled
-	w, err := webhook.NewWebhooks(Namespaces(config), b.Log)
+	w, err := webhook.NewWebhooks(Namespaces(config), b.Log, b.Tracer().Active())
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/storage"
 	"github.com/apichain/apichain/pkg/topology"
+	"github.com/apichain/apichain/pkg/tracing"
 	"github.com/nats-io/nats.go"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
@@ -42,6 +43,7 @@ type Backend struct {
 	Log    *slog.Logger
 
 	opts      *Options
+	tracer    *tracing.Tracer
 	grpc      *grpc.Server
 	transport *server.GRPCTransport
 	ln        net.Listener
@@ -58,6 +60,9 @@ type Backend struct {
 	store     *storage.Store
 	claimed   []string // key prefixes the backend owns besides its resources'
 }
+
+// Tracer is the backend's tracing (tracing.Tracer.Active is nil when it is off).
+func (b *Backend) Tracer() *tracing.Tracer { return b.tracer }
 
 // AdmissionPlugins are the admission plugins the backend runs.
 func (b *Backend) AdmissionPlugins() *plugins.Options { return &b.opts.Admission }
@@ -85,7 +90,12 @@ func New(opts *Options, served []*discoveryv1.GroupVersion, nc *nats.Conn, log *
 		ln.Close()
 		return nil, fmt.Errorf("etcd TLS: %w", err)
 	}
-	etcd, err := storage.NewClient(opts.EtcdServers, etcdTLS)
+	tracer, err := opts.Tracing.New(context.Background(), opts.Service, opts.Lifecycle.InstanceID)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	etcd, err := storage.NewClient(opts.EtcdServers, etcdTLS, tracer.DialOptions()...)
 	if err != nil {
 		ln.Close()
 		return nil, err
@@ -97,20 +107,20 @@ func New(opts *Options, served []*discoveryv1.GroupVersion, nc *nats.Conn, log *
 		return nil, fmt.Errorf("TLS towards other backends: %w", err)
 	}
 	b := &Backend{Server: srv, Etcd: etcd, Log: log, opts: opts, ln: ln, nc: nc, health: health.NewServer(),
-		discovery: NewDiscovery(served), instances: lifecycle.NewRegistry(opts.Lifecycle.TTL)}
-	b.peers = routing.NewRouter(b.instances, routing.NewPool(credentials.NewTLS(peerTLS)))
+		discovery: NewDiscovery(served), instances: lifecycle.NewRegistry(opts.Lifecycle.TTL), tracer: tracer}
+	b.peers = routing.NewRouter(b.instances, routing.NewPool(credentials.NewTLS(peerTLS), tracer.DialOptions()...))
 	b.store = storage.NewStore(etcd).Guarded(b.owns)
 	b.instance = lifecycle.Instance{Service: opts.Service, InstanceID: opts.Lifecycle.InstanceID,
 		Address: advertise(opts.AdvertiseAddress, ln.Addr()), Served: b.discovery.ServedNames()}
 
-	b.grpc = grpc.NewServer(
+	b.grpc = grpc.NewServer(append(tracer.ServerOptions(),
 		grpc.Creds(credentials.NewTLS(tlsCfg)),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: opts.MaxConnectionAge, MaxConnectionAgeGrace: 30 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.ChainUnaryInterceptor(b.unaryInterceptor),
 		grpc.ChainStreamInterceptor(b.streamInterceptor),
 		grpc.MaxRecvMsgSize(16<<20),
-	)
+	)...)
 	b.transport = server.NewGRPCTransport(b.grpc)
 	srv.AddTransport("grpc", b.transport, ln)
 
@@ -296,6 +306,7 @@ func (b *Backend) Snapshot() *lifecyclev1.InstanceState {
 
 // Run serves until ctx is done and shuts down gracefully.
 func (b *Backend) Run(ctx context.Context) error {
+	defer b.tracer.Close(b.Log)
 	resources := b.resources
 	if resources == nil {
 		resources = NotServedResources{}

@@ -15,6 +15,7 @@ import (
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/topology"
+	"github.com/apichain/apichain/pkg/tracing"
 	"github.com/spf13/pflag"
 )
 
@@ -22,6 +23,7 @@ import (
 type Options struct {
 	Service          string
 	Lifecycle        lifecycle.Options
+	Tracing          tracing.Options
 	BindAddress      string
 	AdvertiseAddress string
 	Serving          certs.ServingOptions
@@ -61,6 +63,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EtcdKeyFile, "etcd-keyfile", o.EtcdKeyFile, "SSL key file used to secure etcd communication.")
 	fs.DurationVar(&o.MaxConnectionAge, "max-connection-age", o.MaxConnectionAge, "Close gRPC connections after this age so clients re-resolve and new replicas get traffic.")
 	o.Lifecycle.AddFlags(fs)
+	o.Tracing.AddFlags(fs)
 	o.Generic.AddFlags(fs)
 	o.Admission.AddFlags(fs)
 	controller.AddSelectionFlag(fs, &o.Controllers)
@@ -81,7 +84,7 @@ func (o *Options) Validate() error {
 	if (o.EtcdCertFile == "") != (o.EtcdKeyFile == "") {
 		errs = append(errs, errors.New("--etcd-certfile and --etcd-keyfile must be given together"))
 	}
-	return errors.Join(append(errs, o.Lifecycle.Validate(), o.Admission.Validate(), o.Controllers.Validate())...)
+	return errors.Join(append(errs, o.Lifecycle.Validate(), o.Tracing.Validate(), o.Admission.Validate(), o.Controllers.Validate())...)
 }
 
 // EtcdTLS is the TLS configuration for etcd, nil when no etcd TLS flag is set.

@@ -10,19 +10,21 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // NewClient connects to etcd, over TLS when tlsCfg is given (https endpoints). The client
 // dials lazily, so a process can start before etcd. Keepalives find a member that vanished
 // without closing its connections (SIGKILLed, its host gone) within seconds, so the calls on
-// them fail and are tried on another member.
-func NewClient(endpoints []string, tlsCfg *tls.Config) (*clientv3.Client, error) {
+// them fail and are tried on another member. dial adds gRPC dial options (tracing's).
+func NewClient(endpoints []string, tlsCfg *tls.Config, dial ...grpc.DialOption) (*clientv3.Client, error) {
 	return clientv3.New(clientv3.Config{
 		Endpoints:            endpoints,
 		TLS:                  tlsCfg,
 		DialTimeout:          5 * time.Second,
 		DialKeepAliveTime:    keepAliveTime,
 		DialKeepAliveTimeout: 5 * time.Second,
+		DialOptions:          dial,
 		Logger:               zap.NewNop(),
 	})
 }

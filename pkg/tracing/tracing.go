@@ -9,7 +9,10 @@ package tracing
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
+	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
@@ -18,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/sdk/resource"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -31,11 +35,13 @@ import (
 // API server to its users. Which process made a span is in its apichain.service attribute.
 const ServiceName = "apiserver"
 
-var codecs = func() serializer.CodecFactory {
+// codecs decode the configuration file; made at the first read, so a process without one
+// pays nothing at start.
+var codecs = sync.OnceValue(func() serializer.CodecFactory {
 	s := runtime.NewScheme()
 	install.Install(s)
 	return serializer.NewCodecFactory(s, serializer.EnableStrict)
-}()
+})
 
 // Options are kube's tracing flag.
 type Options struct {
@@ -64,7 +70,7 @@ func Read(file string) (*tracingapi.TracingConfiguration, error) {
 		return nil, fmt.Errorf("unable to read tracing configuration from %q: %w", file, err)
 	}
 	internal := &apiserver.TracingConfiguration{}
-	if err := runtime.DecodeInto(codecs.UniversalDecoder(), data, internal); err != nil {
+	if err := runtime.DecodeInto(codecs().UniversalDecoder(), data, internal); err != nil {
 		return nil, fmt.Errorf("unable to decode tracing configuration data: %w", err)
 	}
 	if errs := tracingapi.ValidateTracingConfiguration(&internal.TracingConfiguration, nil, nil); len(errs) > 0 {
@@ -104,12 +110,24 @@ func (o *Options) New(ctx context.Context, service, instance string) (*Tracer, e
 	return &Tracer{TracerProvider: tp, On: true}, nil
 }
 
-// Shutdown flushes the spans not yet exported.
-func (t *Tracer) Shutdown(ctx context.Context) error {
-	if t == nil || t.TracerProvider == nil {
+// Close flushes the spans not yet exported, for at most 5 s, when the process stops.
+func (t *Tracer) Close(log *slog.Logger) {
+	if t == nil || !t.On {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := t.Shutdown(ctx); err != nil {
+		log.Warn("tracing: flushing the last spans failed", "err", err)
+	}
+}
+
+// Active is the provider when tracing is on, nil when it is off (so filters are left out).
+func (t *Tracer) Active() oteltrace.TracerProvider {
+	if t == nil || !t.On {
 		return nil
 	}
-	return t.TracerProvider.Shutdown(ctx)
+	return t.TracerProvider
 }
 
 // ServerOptions trace each gRPC call a server receives (otelgrpc), as a child of the caller's

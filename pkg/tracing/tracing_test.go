@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -80,7 +81,9 @@ func TestTracer(t *testing.T) {
 	parent := tracing.Propagators().Extract(ctx, propagation.MapCarrier{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
 	_, span := tr.Tracer("test").Start(parent, "sampled", oteltrace.WithSpanKind(oteltrace.SpanKindServer))
 	span.End()
-	require.NoError(t, tr.Shutdown(ctx))
+	assert.Nil(t, off.Active())
+	assert.NotNil(t, tr.Active())
+	tr.Close(slog.Default())
 	require.Eventually(t, func() bool { return len(recv.Spans()) > 0 }, 10*time.Second, 20*time.Millisecond)
 	spans := recv.Spans()
 	require.Len(t, spans, 1, "only the sampled span is exported")

@@ -23,6 +23,7 @@ const (
 	AllUnauthenticated    = "system:unauthenticated"
 	AllAuthenticated      = "system:authenticated"
 	SystemPrivilegedGroup = "system:masters"
+	MonitoringGroup       = "system:monitoring"
 )
 
 type key struct{}

@@ -38,6 +38,8 @@ type webhookServer struct {
 	caBundle string // base64, as in a configuration's YAML
 	mu       sync.Mutex
 	reviews  map[string][]admissionv1.AdmissionReview
+	// traceparents are the W3C trace contexts the calls carried, by path.
+	traceparents map[string][]string
 }
 
 func startWebhookServer(t testing.TB) *webhookServer {
@@ -51,7 +53,7 @@ func startWebhookServer(t testing.TB) *webhookServer {
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12})
 	require.NoError(t, err)
 	s := &webhookServer{url: "https://" + ln.Addr().String(), caBundle: base64.StdEncoding.EncodeToString(ca.CertPEM),
-		reviews: map[string][]admissionv1.AdmissionReview{}}
+		reviews: map[string][]admissionv1.AdmissionReview{}, traceparents: map[string][]string{}}
 	srv := &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
@@ -73,6 +75,9 @@ func (s *webhookServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.reviews[r.URL.Path] = append(s.reviews[r.URL.Path], review)
+	if tp := r.Header.Get("traceparent"); tp != "" {
+		s.traceparents[r.URL.Path] = append(s.traceparents[r.URL.Path], tp)
+	}
 	s.mu.Unlock()
 	var obj struct {
 		Metadata metav1.ObjectMeta `json:"metadata"`
@@ -128,6 +133,12 @@ func (s *webhookServer) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // deadURL is an https URL on loopback where nothing listens.
+func (s *webhookServer) receivedTraceparents(path string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.traceparents[path]...)
+}
+
 func deadURL(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

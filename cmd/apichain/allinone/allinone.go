@@ -128,8 +128,9 @@ func (a *allInOne) backendModule(svc backend.Service) process.Module {
 	initBackend := m.Init
 	m.Init = func(ctx context.Context, log *slog.Logger) (process.Service, error) {
 		gw, pki := a.gw.Options, a.gw.PKI
+		bo.Lifecycle = gw.Lifecycle
 		bo.Lifecycle.InstanceID = svc.Name + "-" + gw.Lifecycle.InstanceID
-		bo.Lifecycle.TTL = gw.Lifecycle.TTL
+		bo.Tracing = gw.Tracing
 		bo.BindAddress = "127.0.0.1:0"
 		bo.Serving = certs.ServingOptions{CertFile: pki.BackendCertFile, KeyFile: pki.BackendKeyFile, ClientCAFile: pki.CAFile}
 		bo.EtcdServers = a.etcdServers

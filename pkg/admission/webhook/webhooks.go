@@ -18,6 +18,8 @@ import (
 
 	"github.com/apichain/apichain/pkg/admission/match"
 	"github.com/apichain/apichain/pkg/registry"
+	"go.opentelemetry.io/otel/attribute"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionv1beta1 "k8s.io/api/admission/v1beta1"
@@ -37,6 +39,8 @@ import (
 	webhookrequest "k8s.io/apiserver/pkg/admission/plugin/webhook/request"
 	"k8s.io/apiserver/pkg/cel/environment"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/client-go/rest"
+	"k8s.io/component-base/tracing"
 )
 
 // Webhooks is kube's MutatingAdmissionWebhook and ValidatingAdmissionWebhook: the configured
@@ -53,8 +57,9 @@ type Webhooks struct {
 	breakers             breakers
 }
 
-// NewWebhooks returns webhook admission with no webhooks yet.
-func NewWebhooks(namespaces match.NamespaceGetter, log *slog.Logger) (*Webhooks, error) {
+// NewWebhooks returns webhook admission with no webhooks yet. With tp (tracing on), each call
+// carries the request's trace context to the webhook and is traced, as kube-apiserver does.
+func NewWebhooks(namespaces match.NamespaceGetter, log *slog.Logger, tp oteltrace.TracerProvider) (*Webhooks, error) {
 	cm, err := webhookutil.NewClientManager(
 		[]schema.GroupVersion{admissionv1beta1.SchemeGroupVersion, admissionv1.SchemeGroupVersion},
 		admissionv1beta1.AddToScheme, admissionv1.AddToScheme)
@@ -64,6 +69,9 @@ func NewWebhooks(namespaces match.NamespaceGetter, log *slog.Logger) (*Webhooks,
 	resolver, err := webhookutil.NewDefaultAuthenticationInfoResolver("")
 	if err != nil {
 		return nil, err
+	}
+	if tp != nil {
+		resolver = tracedResolver{resolver, tp}
 	}
 	cm.SetAuthenticationInfoResolver(resolver)
 	cm.SetServiceResolver(webhookutil.NewDefaultServiceResolver()) // <service>.<namespace>.svc
@@ -306,6 +314,16 @@ func (w *Webhooks) roundTrip(ctx context.Context, inv *generic.WebhookInvocation
 	if err != nil {
 		return nil, &webhookutil.ErrCallingWebhook{WebhookName: name, Reason: fmt.Errorf("could not create admission objects: %w", err), Status: apierrors.NewBadRequest("error creating admission objects")}
 	}
+	kind := "validating"
+	if mutating {
+		kind = "mutating"
+	}
+	// kube's span, a child of the request's: nothing is recorded when tracing is off.
+	ctx, span := oteltrace.SpanFromContext(ctx).TracerProvider().Tracer("k8s.io/component-base/tracing").Start(ctx, "Call "+kind+" webhook",
+		oteltrace.WithAttributes(attribute.String("configuration", h.GetConfigurationName()), attribute.String("webhook", name),
+			attribute.Stringer("resource", a.GetResource()), attribute.String("subresource", a.GetSubresource()),
+			attribute.String("operation", string(a.GetOperation())), attribute.String("UID", string(uid))))
+	defer span.End()
 	client, err := h.GetRESTClient(w.clients)
 	if err != nil {
 		return nil, &webhookutil.ErrCallingWebhook{WebhookName: name, Reason: fmt.Errorf("could not get REST client: %w", err), Status: apierrors.NewInternalError(err)}
@@ -381,4 +399,27 @@ func (w *Webhooks) roundTrip(ctx context.Context, inv *generic.WebhookInvocation
 		out.GetObjectKind().SetGroupVersionKind(a.VersionedKind)
 	}
 	return out, nil
+}
+
+// tracedResolver gives every webhook client kube's tracing transport: a span per call, and the
+// trace context in its headers.
+type tracedResolver struct {
+	webhookutil.AuthenticationInfoResolver
+	tp oteltrace.TracerProvider
+}
+
+func (r tracedResolver) ClientConfigFor(hostPort string) (*rest.Config, error) {
+	return r.traced(r.AuthenticationInfoResolver.ClientConfigFor(hostPort))
+}
+
+func (r tracedResolver) ClientConfigForService(name, namespace string, port int) (*rest.Config, error) {
+	return r.traced(r.AuthenticationInfoResolver.ClientConfigForService(name, namespace, port))
+}
+
+func (r tracedResolver) traced(cfg *rest.Config, err error) (*rest.Config, error) {
+	if err != nil {
+		return nil, err
+	}
+	cfg.Wrap(tracing.WrapperFor(r.tp))
+	return cfg, nil
 }

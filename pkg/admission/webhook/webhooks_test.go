@@ -91,7 +91,7 @@ func newTestWebhooks(t *testing.T) *Webhooks {
 	t.Helper()
 	w, err := NewWebhooks(func(ctx context.Context, name string) (*corev1.Namespace, error) {
 		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, nil
-	}, slog.New(slog.DiscardHandler))
+	}, slog.New(slog.DiscardHandler), nil)
 	require.NoError(t, err)
 	return w
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/apichain/apichain/pkg/routing"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/topology"
+	"github.com/apichain/apichain/pkg/tracing"
 	"github.com/apichain/apichain/services/gateway/apf"
 	"github.com/apichain/apichain/services/gateway/authn"
 	"github.com/apichain/apichain/services/gateway/connect"
@@ -65,6 +66,7 @@ type Gateway struct {
 	reviews       *reviews.Handler
 	apf           *apf.Controller // nil with --enable-priority-and-fairness=false
 	loopback      *loopback.Client
+	tracer        *tracing.Tracer
 }
 
 // New builds the gateway with pki's certificates (unless the options name others) and binds
@@ -86,7 +88,10 @@ func New(opts *Options, pki *certs.PKI, nc *nats.Conn, log *slog.Logger) (*Gatew
 	if err != nil {
 		return nil, fmt.Errorf("backend client TLS: %w", err)
 	}
-	g.pool = routing.NewPool(credentials.NewTLS(backendTLS), grpc.WithChainUnaryInterceptor(proxy.CollectWarnings))
+	if g.tracer, err = opts.Tracing.New(context.Background(), topology.Gateway, opts.Lifecycle.InstanceID); err != nil {
+		return nil, err
+	}
+	g.pool = routing.NewPool(credentials.NewTLS(backendTLS), append(g.tracer.DialOptions(), grpc.WithChainUnaryInterceptor(proxy.CollectWarnings))...)
 	g.router = routing.NewRouter(g.registry, g.pool)
 
 	g.ln, err = net.Listen("tcp", net.JoinHostPort(opts.BindAddress, strconv.Itoa(opts.SecurePort)))
@@ -255,6 +260,7 @@ func (g *Gateway) chainConfig(authentication authn.Authentication) filters.Chain
 		InFlight:                    &g.Server.InFlight,
 		RetryAfter:                  retryAfter,
 		PriorityAndFairness:         pf,
+		Tracer:                      g.tracer.Active(),
 	}
 }
 
@@ -325,6 +331,7 @@ func (g *Gateway) Snapshot() *lifecyclev1.InstanceState {
 // Run serves until ctx is done, then shuts down gracefully.
 func (g *Gateway) Run(ctx context.Context) error {
 	defer g.pool.CloseAll()
+	defer g.tracer.Close(g.Log)
 	kv := g.opts.Lifecycle.KV()
 	g.Server.MirrorHealth(g.health, topology.Gateway)
 	g.registry.OnChange(func() { g.router.RetainConns(g.staticAddresses()) })

@@ -16,6 +16,7 @@ import (
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/topology"
+	"github.com/apichain/apichain/pkg/tracing"
 	"github.com/apichain/apichain/services/gateway/audit"
 	"github.com/apichain/apichain/services/gateway/authn"
 	"github.com/apichain/apichain/services/gateway/authz"
@@ -30,6 +31,7 @@ type Options struct {
 	// deletion; kube's --controllers).
 	Controllers controller.Selection
 	Lifecycle   lifecycle.Options
+	Tracing     tracing.Options
 	BindAddress string
 	SecurePort  int
 	// AdvertiseAddress is the IP published for the default/kubernetes endpoints (kube's flag).
@@ -120,6 +122,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.EnablePriorityAndFairness, "enable-priority-and-fairness", o.EnablePriorityAndFairness,
 		"If true, replace the max-in-flight handler with an enhanced one that queues and dispatches with priority and fairness")
 	o.Lifecycle.AddFlags(fs)
+	o.Tracing.AddFlags(fs)
 	o.Generic.AddFlags(fs)
 }
 
@@ -184,5 +187,5 @@ func (o *Options) Validate() error {
 	if o.RequestTimeout <= 0 {
 		errs = append(errs, errors.New("--request-timeout must be positive"))
 	}
-	return errors.Join(append(errs, o.Lifecycle.Validate(), o.RequestHeader.Validate(), o.ServiceAccounts.Validate(), o.Audit.Validate())...)
+	return errors.Join(append(errs, o.Lifecycle.Validate(), o.Tracing.Validate(), o.RequestHeader.Validate(), o.ServiceAccounts.Validate(), o.Audit.Validate())...)
 }

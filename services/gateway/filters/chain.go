@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"time"
 
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/services/gateway/audit"
@@ -32,6 +34,8 @@ type ChainConfig struct {
 	// RetryAfter, once closed, makes every request get 429 + Retry-After
 	// (--shutdown-send-retry-after after the shutdown delay); nil disables it.
 	RetryAfter <-chan struct{}
+	// Tracer traces requests as kube-apiserver does (nil: tracing is off, and nothing is added).
+	Tracer oteltrace.TracerProvider
 }
 
 // BuildHandlerChain wraps handler in the gateway's filters. Read it bottom-up for the order a
@@ -40,14 +44,22 @@ type ChainConfig struct {
 func BuildHandlerChain(handler http.Handler, c ChainConfig) http.Handler {
 	h := handler
 	h = WithAuthorization(h, c.Authorizer)
+	h = withFilterSpan(h, c.Tracer, "authorization")
 	if c.PriorityAndFairness != nil {
 		h = c.PriorityAndFairness(h)
+		h = withFilterSpan(h, c.Tracer, "priorityandfairness")
 	} else {
 		h = WithMaxInFlightLimit(h, c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight)
 	}
 	h = WithImpersonation(h, c.Authorizer, c.Log)
+	h = withFilterSpan(h, c.Tracer, "impersonation")
 	h = WithAudit(h, c.Auditor)
+	h = withFilterSpan(h, c.Tracer, "audit")
+	if c.Tracer != nil {
+		h = WithTracing(h, c.Tracer)
+	}
 	h = WithAuthentication(h, c.Authentication, c.Log, c.Auditor)
+	h = withFilterSpan(h, c.Tracer, "authentication")
 	h = WithTimeout(h)
 	h = WithRequestDeadline(h, c.RequestTimeout)
 	h = WithWaitGroup(h, c.InFlight)
