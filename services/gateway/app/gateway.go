@@ -31,6 +31,7 @@ import (
 	"github.com/apichain/apichain/services/gateway/proxy"
 	"github.com/apichain/apichain/services/gateway/reviews"
 	"github.com/apichain/apichain/services/gateway/serviceaccount"
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -67,6 +68,8 @@ type Gateway struct {
 	apf           *apf.Controller // nil with --enable-priority-and-fairness=false
 	loopback      *loopback.Client
 	tracer        *tracing.Tracer
+	// grpcClientMetrics count the calls to the backends.
+	grpcClientMetrics *grpcprom.ClientMetrics
 }
 
 // New builds the gateway with pki's certificates (unless the options name others) and binds
@@ -91,7 +94,10 @@ func New(opts *Options, pki *certs.PKI, nc *nats.Conn, log *slog.Logger) (*Gatew
 	if g.tracer, err = opts.Tracing.New(context.Background(), topology.Gateway, opts.Lifecycle.InstanceID); err != nil {
 		return nil, err
 	}
-	g.pool = routing.NewPool(credentials.NewTLS(backendTLS), append(g.tracer.DialOptions(), grpc.WithChainUnaryInterceptor(proxy.CollectWarnings))...)
+	g.grpcClientMetrics = newGRPCClientMetrics()
+	g.pool = routing.NewPool(credentials.NewTLS(backendTLS), append(g.tracer.DialOptions(),
+		grpc.WithChainUnaryInterceptor(g.grpcClientMetrics.UnaryClientInterceptor(), proxy.CollectWarnings),
+		grpc.WithChainStreamInterceptor(g.grpcClientMetrics.StreamClientInterceptor()))...)
 	g.router = routing.NewRouter(g.registry, g.pool)
 
 	g.ln, err = net.Listen("tcp", net.JoinHostPort(opts.BindAddress, strconv.Itoa(opts.SecurePort)))

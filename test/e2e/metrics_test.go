@@ -1,0 +1,35 @@
+package e2e
+
+import (
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The gateway's /metrics shows the split: every instance's readiness and where the gateway
+// learns it (NATS), its NATS connection, and grpc-go's standard client metrics for its calls to
+// the backends, under apichain_.
+func TestGatewayMetricsOfTheSplit(t *testing.T) {
+	c, _ := startAllInOne(t)
+	for range 3 {
+		code, _, _ := c.get("/api/v1/namespaces/default")
+		require.Equal(t, 200, code)
+	}
+	body := c.eventuallyBody("/metrics", 200, 10*time.Second,
+		`apichain_lifecycle_source{source="nats"} 1`,
+		`apichain_lifecycle_source{source="grpc-health"} 0`,
+		"apichain_nats_connected 1",
+		"# TYPE apichain_grpc_client_handling_seconds histogram")
+	for _, svc := range []string{"aggregator", "core", "extensions"} {
+		assert.Regexp(t, `apichain_lifecycle_instance_ready\{instance="`+svc+`-[^"]+",service="`+svc+`"\} 1`, body)
+	}
+	m := regexp.MustCompile(`apichain_grpc_client_handled_total\{grpc_code="OK",grpc_method="Get",grpc_service="apichain.resource.v1.ResourceService",grpc_type="unary"\} (\d+)`).FindStringSubmatch(body)
+	require.NotNil(t, m, "the gateway's gets to core are counted:\n%s", body)
+	n, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, n, 3)
+}
