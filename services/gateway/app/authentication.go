@@ -3,8 +3,8 @@ package app
 import (
 	"fmt"
 
+	"github.com/apichain/apichain/pkg/authn"
 	"github.com/apichain/apichain/pkg/certs"
-	"github.com/apichain/apichain/services/gateway/authn"
 	"github.com/apichain/apichain/services/gateway/loopback"
 	"github.com/apichain/apichain/services/gateway/serviceaccount"
 )

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
+	"github.com/apichain/apichain/pkg/authn"
 	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/controller"
 	"github.com/apichain/apichain/pkg/controller/namespace"
@@ -23,7 +24,6 @@ import (
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/pkg/tracing"
 	"github.com/apichain/apichain/services/gateway/apf"
-	"github.com/apichain/apichain/services/gateway/authn"
 	"github.com/apichain/apichain/services/gateway/connect"
 	"github.com/apichain/apichain/services/gateway/discovery"
 	"github.com/apichain/apichain/services/gateway/filters"

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apichain/apichain/pkg/authn"
 	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/controller"
 	"github.com/apichain/apichain/pkg/lifecycle"
@@ -18,7 +19,6 @@ import (
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/pkg/tracing"
 	"github.com/apichain/apichain/services/gateway/audit"
-	"github.com/apichain/apichain/services/gateway/authn"
 	"github.com/apichain/apichain/services/gateway/authz"
 	"github.com/apichain/apichain/services/gateway/serviceaccount"
 	"github.com/spf13/pflag"

@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apichain/apichain/pkg/authn"
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/user"
 	"github.com/apichain/apichain/services/gateway/audit"
-	"github.com/apichain/apichain/services/gateway/authn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"

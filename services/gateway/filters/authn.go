@@ -4,10 +4,10 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/apichain/apichain/pkg/authn"
 	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/pkg/user"
 	"github.com/apichain/apichain/services/gateway/audit"
-	"github.com/apichain/apichain/services/gateway/authn"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )

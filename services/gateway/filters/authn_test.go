@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/apichain/apichain/pkg/authn"
 	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/user"
-	"github.com/apichain/apichain/services/gateway/authn"
 )
 
 var unauthorizedStatus = wantStatus{http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized"}

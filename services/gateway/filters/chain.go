@@ -7,10 +7,10 @@ import (
 
 	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/apichain/apichain/pkg/authn"
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/services/gateway/audit"
-	"github.com/apichain/apichain/services/gateway/authn"
 	"github.com/apichain/apichain/services/gateway/authz"
 )
 

@@ -20,10 +20,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/apichain/apichain/pkg/audit"
+	"github.com/apichain/apichain/pkg/authn"
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/user"
-	"github.com/apichain/apichain/services/gateway/authn"
 )
 
 // TestMain fails the package if any test leaves a goroutine behind, e.g. a handler the

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apichain/apichain/pkg/authn"
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/user"
-	"github.com/apichain/apichain/services/gateway/authn"
 	"github.com/stretchr/testify/assert"
 )
 

@@ -11,9 +11,9 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/apichain/apichain/pkg/authn"
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/pkg/user"
-	"github.com/apichain/apichain/services/gateway/authn"
 	"github.com/apichain/apichain/services/gateway/authz"
 	"github.com/apichain/apichain/services/gateway/filters"
 	"github.com/apichain/apichain/services/gateway/proxy"

@@ -14,8 +14,8 @@ import (
 
 	"k8s.io/utils/lru"
 
+	"github.com/apichain/apichain/pkg/authn"
 	"github.com/apichain/apichain/pkg/user"
-	"github.com/apichain/apichain/services/gateway/authn"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/google/uuid"
