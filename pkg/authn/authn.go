@@ -43,6 +43,28 @@ type Authentication struct {
 	Anonymous bool
 }
 
+// Authenticate finds the request's user as kube's union authenticator does: the first
+// authenticator that accepts the request decides, with system:authenticated added; an
+// authenticator's error does not end the search (a bad token, then a good client certificate),
+// but a request that presented bad credentials and nothing good is not anonymous. ok=false
+// means 401; errs are the authenticators' errors, for the log.
+func (a Authentication) Authenticate(r *http.Request) (u *user.User, ok bool, errs []error) {
+	for _, authenticator := range a.Authenticators {
+		u, ok, err := authenticator.AuthenticateRequest(r)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if ok {
+			return WithAuthenticatedGroup(u), true, errs
+		}
+	}
+	if len(errs) == 0 && a.Anonymous {
+		return &user.User{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}, true, nil
+	}
+	return nil, false, errs
+}
+
 // WithAuthenticatedGroup adds system:authenticated as kube's AuthenticatedGroupAdder does:
 // not to system:anonymous, nor to a user already in system:authenticated or
 // system:unauthenticated. It returns a copy; the authenticator's user is not modified.

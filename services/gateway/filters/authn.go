@@ -12,38 +12,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// WithAuthentication identifies the user; credentials are stripped before delegation so
+// WithAuthentication identifies the user (authn.Authentication.Authenticate: kube's union
+// authenticator, then anonymous if allowed); credentials are stripped before delegation so
 // backends only ever see the identity the gateway established.
-//
-// As kube's union authenticator, an authenticator's error does not end the search: a later
-// one may still succeed (a bad token, then a good client certificate). But a request that
-// presented bad credentials and nothing good is 401, never anonymous.
 func WithAuthentication(next http.Handler, a authn.Authentication, log *slog.Logger, auditor *audit.Auditor) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		failed := false
-		for _, authenticator := range a.Authenticators {
-			u, ok, err := authenticator.AuthenticateRequest(r)
-			if err != nil {
-				log.Debug("authentication failed", "path", r.URL.Path, "err", err)
-				failed = true
-				continue
-			}
-			if ok {
-				r.Header.Del("Authorization")
-				next.ServeHTTP(w, r.WithContext(user.WithUser(r.Context(), authn.WithAuthenticatedGroup(u))))
-				return
-			}
+		u, ok, errs := a.Authenticate(r)
+		for _, err := range errs {
+			log.Debug("authentication failed", "path", r.URL.Path, "err", err)
 		}
-		if failed {
+		if !ok {
 			unauthorized(w, r, auditor)
 			return
 		}
-		if a.Anonymous {
-			u := &user.User{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
-			next.ServeHTTP(w, r.WithContext(user.WithUser(r.Context(), u)))
-			return
+		if u.Name != user.Anonymous {
+			r.Header.Del("Authorization")
 		}
-		unauthorized(w, r, auditor)
+		next.ServeHTTP(w, r.WithContext(user.WithUser(r.Context(), u)))
 	})
 }
 
