@@ -20,6 +20,7 @@ import (
 	"github.com/apichain/apichain/pkg/controller"
 	"github.com/apichain/apichain/pkg/healthz"
 	"github.com/apichain/apichain/pkg/lifecycle"
+	"github.com/apichain/apichain/pkg/metrics"
 	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/routing"
 	"github.com/apichain/apichain/pkg/server"
@@ -113,16 +114,31 @@ func New(opts *Options, served []*discoveryv1.GroupVersion, nc *nats.Conn, log *
 	b.instance = lifecycle.Instance{Service: opts.Service, InstanceID: opts.Lifecycle.InstanceID,
 		Address: advertise(opts.AdvertiseAddress, ln.Addr()), Served: b.discovery.ServedNames()}
 
+	// grpc-go's server metrics, counted only where they are served.
+	unary, stream := []grpc.UnaryServerInterceptor{b.unaryInterceptor}, []grpc.StreamServerInterceptor{b.streamInterceptor}
+	grpcMetrics := newGRPCServerMetrics()
+	if opts.MetricsBindAddress != "" {
+		unary = append([]grpc.UnaryServerInterceptor{grpcMetrics.UnaryServerInterceptor()}, unary...)
+		stream = append([]grpc.StreamServerInterceptor{grpcMetrics.StreamServerInterceptor()}, stream...)
+	}
 	b.grpc = grpc.NewServer(append(tracer.ServerOptions(),
 		grpc.Creds(credentials.NewTLS(tlsCfg)),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: opts.MaxConnectionAge, MaxConnectionAgeGrace: 30 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
-		grpc.ChainUnaryInterceptor(b.unaryInterceptor),
-		grpc.ChainStreamInterceptor(b.streamInterceptor),
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(stream...),
 		grpc.MaxRecvMsgSize(16<<20),
 	)...)
 	b.transport = server.NewGRPCTransport(b.grpc)
 	srv.AddTransport("grpc", b.transport, ln)
+	if opts.MetricsBindAddress != "" {
+		reg := metrics.NewRegistry()
+		reg.MustRegister(grpcMetrics)
+		if err := b.serveMetrics(reg); err != nil {
+			b.close()
+			return nil, err
+		}
+	}
 
 	srv.AddHealthChecks(healthz.NamedCheck("etcd", storage.HealthCheck(etcd)))
 	if err := srv.AddPostStartHook("storage-readiness", func(ctx context.Context) error {

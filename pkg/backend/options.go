@@ -32,7 +32,11 @@ type Options struct {
 	// certificate, and this backend's client certificate when etcd asks for one.
 	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 	MaxConnectionAge                      time.Duration
-	Generic                               server.Options
+	// MetricsBindAddress serves /metrics over HTTPS (empty: not served), to callers the API
+	// server reviews through the kubeconfigs (kube's delegated authentication and authorization).
+	MetricsBindAddress                                string
+	AuthenticationKubeconfig, AuthorizationKubeconfig string
+	Generic                                           server.Options
 	// Admission are the admission plugins the backend runs (kube's flags).
 	Admission plugins.Options
 	// Controllers are the kube-controller-manager controllers the backend runs, where it runs
@@ -62,6 +66,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EtcdCertFile, "etcd-certfile", o.EtcdCertFile, "SSL certification file used to secure etcd communication.")
 	fs.StringVar(&o.EtcdKeyFile, "etcd-keyfile", o.EtcdKeyFile, "SSL key file used to secure etcd communication.")
 	fs.DurationVar(&o.MaxConnectionAge, "max-connection-age", o.MaxConnectionAge, "Close gRPC connections after this age so clients re-resolve and new replicas get traffic.")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
+		"Address to serve /metrics on over HTTPS with the serving certificate (empty: not served). Callers need get on /metrics, as on kube-apiserver.")
+	fs.StringVar(&o.AuthenticationKubeconfig, "authentication-kubeconfig", o.AuthenticationKubeconfig,
+		"kubeconfig of the API server whose TokenReview authenticates the metrics endpoint's bearer tokens (client certificates are checked against --client-ca-file).")
+	fs.StringVar(&o.AuthorizationKubeconfig, "authorization-kubeconfig", o.AuthorizationKubeconfig,
+		"kubeconfig of the API server whose SubjectAccessReview authorizes the metrics endpoint's callers.")
 	o.Lifecycle.AddFlags(fs)
 	o.Tracing.AddFlags(fs)
 	o.Generic.AddFlags(fs)
@@ -84,7 +94,7 @@ func (o *Options) Validate() error {
 	if (o.EtcdCertFile == "") != (o.EtcdKeyFile == "") {
 		errs = append(errs, errors.New("--etcd-certfile and --etcd-keyfile must be given together"))
 	}
-	return errors.Join(append(errs, o.Lifecycle.Validate(), o.Tracing.Validate(), o.Admission.Validate(), o.Controllers.Validate())...)
+	return errors.Join(append(errs, o.Lifecycle.Validate(), o.Tracing.Validate(), o.validateMetrics(), o.Admission.Validate(), o.Controllers.Validate())...)
 }
 
 // EtcdTLS is the TLS configuration for etcd, nil when no etcd TLS flag is set.

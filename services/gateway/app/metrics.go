@@ -1,44 +1,25 @@
 package app
 
 import (
-	"strings"
-
+	"github.com/apichain/apichain/pkg/metrics"
 	"github.com/apichain/apichain/services/gateway/proxy"
 	"github.com/apichain/apichain/services/gateway/readiness"
 	"github.com/apichain/apichain/services/gateway/startup"
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	dto "github.com/prometheus/client_model/go"
-	"k8s.io/component-base/metrics/legacyregistry"
 )
 
 // newMetrics is the gateway's registry: the Go and process collectors, the startup timeline,
 // the failing webhooks the backends report, every instance's readiness and the NATS connection,
 // requests per backend instance, the gRPC calls to the backends and shared watches.
 func (g *Gateway) newMetrics(watches *proxy.WatchHub) *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := metrics.NewRegistry()
 	reg.MustRegister(startup.NewCollector(g.startupStates), readiness.WebhookCollector(g.registry),
 		readiness.LifecycleCollector(g.registry, g.nc), g.grpcClientMetrics)
 	g.router.CountRequests(reg)
 	watches.Register(reg)
 	return reg
 }
-
-// kubeLibraryMetrics are the metrics kube's libraries (priority and fairness) register with
-// component-base's registry, without the Go and process collectors it registers as well: our
-// own registry has those.
-var kubeLibraryMetrics = prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	kept := families[:0]
-	for _, f := range families {
-		if name := f.GetName(); !strings.HasPrefix(name, "go_") && !strings.HasPrefix(name, "process_") {
-			kept = append(kept, f)
-		}
-	}
-	return kept, err
-})
 
 // newGRPCClientMetrics are grpc-go's standard client metrics (go-grpc-middleware's Prometheus
 // provider) for the calls to the backends, under apichain_: started, handled by code, and

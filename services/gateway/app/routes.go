@@ -8,6 +8,7 @@ import (
 
 	lifecyclev1 "github.com/apichain/apichain/gen/apichain/lifecycle/v1"
 	"github.com/apichain/apichain/pkg/healthz"
+	"github.com/apichain/apichain/pkg/metrics"
 	"github.com/apichain/apichain/pkg/version"
 	"github.com/apichain/apichain/services/gateway/readiness"
 	"github.com/apichain/apichain/services/gateway/startup"
@@ -22,7 +23,7 @@ func (g *Gateway) localRoutes() (*http.ServeMux, error) {
 	mux := http.NewServeMux()
 	g.Server.InstallHealthHandlers(mux, func() []healthz.Checker { return readiness.RemoteChecks(g.registry) })
 	mux.HandleFunc("GET /version", serveVersion())
-	mux.Handle("GET /metrics", promhttp.HandlerFor(prometheus.Gatherers{g.metrics, kubeLibraryMetrics}, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(prometheus.Gatherers{g.metrics, metrics.KubeLibraries}, promhttp.HandlerOpts{}))
 	if err := g.installDebug(mux); err != nil {
 		return nil, err
 	}
