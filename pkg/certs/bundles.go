@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/apichain/apichain/pkg/user"
 )
 
 // etcdCACommonName names the CA of etcd's certificates: a CA of its own, as kubeadm makes
@@ -36,7 +38,16 @@ type Bundles struct {
 	// one certificate and key naming them all, from the cluster CA, that serve clients and
 	// are each node's client on the cluster's routes, and the CA certificate to verify routes.
 	NATSHosts []string
+	// APIServerURL is where the backends reach the gateways (the balancer) to review their
+	// metrics endpoint's callers. When set, each backend's bundle gets a client certificate of
+	// its own in user.BackendsGroup and a kubeconfig with it (delegation.kubeconfig), and
+	// Dir/prometheus gets the CA certificate and a client certificate in system:monitoring, to
+	// scrape every process.
+	APIServerURL string
 }
+
+// PrometheusBundle is the directory of the Prometheus server that scrapes every process.
+const PrometheusBundle = "prometheus"
 
 // BalancerBundle is the directory of the balancer in front of the gateways: the cluster CA's
 // certificate alone, which its health checks verify the gateways' serving certificates with.
@@ -54,6 +65,13 @@ const (
 	BundleEtcdClientKey   = "etcd-client.key"
 	BundleFrontProxyCert  = "front-proxy-client.crt"
 	BundleFrontProxyKey   = "front-proxy-client.key"
+	// The backend's identity towards the API server for its metrics endpoint's reviews.
+	BundleDelegationCert       = "delegation.crt"
+	BundleDelegationKey        = "delegation.key"
+	BundleDelegationKubeconfig = "delegation.kubeconfig"
+	// Prometheus's client certificate, in system:monitoring.
+	BundleMonitoringCert = "monitoring.crt"
+	BundleMonitoringKey  = "monitoring.key"
 	// BundleNkey is a service's NATS nkey seed (in the data directory's pki for the gateway).
 	BundleNkey = "nats.nk"
 	// NATSBundle is the NATS server's directory, holding these.
@@ -140,8 +158,39 @@ func (p *PKI) EnsureBundles(b Bundles) error {
 				return fmt.Errorf("certs: %s: %s: %w", svc, filepath.Base(l.certFile), err)
 			}
 		}
+		if b.APIServerURL != "" {
+			if err := ensureDelegation(ca, dir, svc, b.APIServerURL); err != nil {
+				return err
+			}
+		}
+	}
+	if b.APIServerURL != "" {
+		dir := filepath.Join(b.Dir, PrometheusBundle)
+		if err := copyIn(dir, map[string][]byte{BundleCA: ca.CertPEM}); err != nil {
+			return err
+		}
+		l := leafSpec{certFile: filepath.Join(dir, BundleMonitoringCert), keyFile: filepath.Join(dir, BundleMonitoringKey),
+			commonName: "system:apichain:prometheus", orgs: []string{user.MonitoringGroup}}
+		if err := ensureLeaf(ca, l); err != nil {
+			return fmt.Errorf("certs: prometheus: %w", err)
+		}
 	}
 	return nil
+}
+
+// ensureDelegation gives a backend's bundle its client certificate towards the API server
+// (system:apichain:<svc> in user.BackendsGroup) and a kubeconfig of it for apiServerURL.
+func ensureDelegation(ca *CA, dir, svc, apiServerURL string) error {
+	l := leafSpec{certFile: filepath.Join(dir, BundleDelegationCert), keyFile: filepath.Join(dir, BundleDelegationKey),
+		commonName: "system:apichain:" + svc, orgs: []string{user.BackendsGroup}}
+	if err := ensureLeaf(ca, l); err != nil {
+		return fmt.Errorf("certs: %s: delegation: %w", svc, err)
+	}
+	pair, err := readPair(l.certFile, l.keyFile)
+	if err != nil {
+		return err
+	}
+	return WriteKubeconfig(filepath.Join(dir, BundleDelegationKubeconfig), apiServerURL, ca.CertPEM, pair[0], pair[1])
 }
 
 // IssuePeer signs a certificate that serves and is a client too (an etcd member's, for its

@@ -7,15 +7,18 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/apichain/apichain/pkg/user"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 func TestEnsureBundles(t *testing.T) {
 	p, err := EnsurePKI(t.TempDir(), nil, []string{"apichain-backend"})
 	require.NoError(t, err)
 	b := Bundles{Dir: t.TempDir(), Backends: []string{"core", "aggregator"}, BackendHost: "apichain-backend",
-		FrontProxyClients: []string{"aggregator"}, EtcdMembers: []string{"etcd", "etcd1"}, NATSHosts: []string{"nats", "nats1"}}
+		FrontProxyClients: []string{"aggregator"}, EtcdMembers: []string{"etcd", "etcd1"}, NATSHosts: []string{"nats", "nats1"},
+		APIServerURL: "https://gateway:6443"}
 	require.NoError(t, p.EnsureBundles(b))
 
 	pool := func(file string) *x509.CertPool {
@@ -49,12 +52,33 @@ func TestEnsureBundles(t *testing.T) {
 		for _, e := range entries {
 			names = append(names, e.Name())
 		}
-		want := []string{BundleCA, BundleEtcdCA, BundleEtcdClientCert, BundleEtcdClientKey, BundleHealthcheckCert, BundleHealthcheckKey, BundleServingCert, BundleServingKey}
+		// Its identity towards the API server, for its metrics endpoint's reviews.
+		assert.NoError(t, verify(f(BundleDelegationCert), f(BundleDelegationKey), clusterCA, x509.ExtKeyUsageClientAuth, ""))
+		pair, err := tls.LoadX509KeyPair(f(BundleDelegationCert), f(BundleDelegationKey))
+		require.NoError(t, err)
+		assert.Equal(t, "system:apichain:"+svc, pair.Leaf.Subject.CommonName)
+		assert.Equal(t, []string{user.BackendsGroup}, pair.Leaf.Subject.Organization)
+		kc, err := clientcmd.LoadFromFile(f(BundleDelegationKubeconfig))
+		require.NoError(t, err)
+		cluster := kc.Clusters[kc.Contexts[kc.CurrentContext].Cluster]
+		assert.Equal(t, "https://gateway:6443", cluster.Server)
+		certPEM, _ := os.ReadFile(f(BundleDelegationCert))
+		assert.Equal(t, certPEM, kc.AuthInfos[kc.Contexts[kc.CurrentContext].AuthInfo].ClientCertificateData)
+
+		want := []string{BundleCA, BundleEtcdCA, BundleEtcdClientCert, BundleEtcdClientKey, BundleHealthcheckCert, BundleHealthcheckKey, BundleServingCert, BundleServingKey,
+			BundleDelegationCert, BundleDelegationKey, BundleDelegationKubeconfig}
 		if svc == "aggregator" {
 			want = append(want, BundleFrontProxyCert, BundleFrontProxyKey)
 		}
 		assert.ElementsMatch(t, want, names, "%s's bundle holds its own credentials and CA certificates, no CA key", svc)
 	}
+	// Prometheus scrapes as system:monitoring.
+	prom := func(name string) string { return filepath.Join(b.Dir, PrometheusBundle, name) }
+	assert.NoError(t, verify(prom(BundleMonitoringCert), prom(BundleMonitoringKey), pool(prom(BundleCA)), x509.ExtKeyUsageClientAuth, ""))
+	pair, err := tls.LoadX509KeyPair(prom(BundleMonitoringCert), prom(BundleMonitoringKey))
+	require.NoError(t, err)
+	assert.Equal(t, []string{user.MonitoringGroup}, pair.Leaf.Subject.Organization)
+
 	core := filepath.Join(b.Dir, "core", BundleServingKey)
 	agg := filepath.Join(b.Dir, "aggregator", BundleServingKey)
 	coreKey, _ := os.ReadFile(core)

@@ -24,6 +24,9 @@ const (
 	AllAuthenticated      = "system:authenticated"
 	SystemPrivilegedGroup = "system:masters"
 	MonitoringGroup       = "system:monitoring"
+	// BackendsGroup is apichain's backends' identity towards the gateways, for the reviews
+	// their metrics endpoints ask for (and nothing else).
+	BackendsGroup = "system:apichain:backends"
 )
 
 type key struct{}

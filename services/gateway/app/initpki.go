@@ -15,7 +15,7 @@ import (
 // InitPKICommand creates the cluster's certificates once (idempotent), for deployments where
 // backends must have theirs before the gateway starts (docker compose's init step).
 func InitPKICommand() *cobra.Command {
-	var dataDir, backendName, bundlesDir, auditSubjects string
+	var dataDir, backendName, bundlesDir, auditSubjects, apiServerURL string
 	var hosts, etcdMembers, natsHosts []string
 	cmd := &cobra.Command{
 		Use:          "init-pki",
@@ -31,7 +31,8 @@ func InitPKICommand() *cobra.Command {
 				return nil
 			}
 			err = pki.EnsureBundles(certs.Bundles{Dir: bundlesDir, Backends: topology.Chain(), BackendHost: backendName,
-				FrontProxyClients: []string{topology.Aggregator}, EtcdMembers: etcdMembers, NATSHosts: natsHosts})
+				FrontProxyClients: []string{topology.Aggregator}, EtcdMembers: etcdMembers, NATSHosts: natsHosts,
+				APIServerURL: apiServerURL})
 			if err != nil {
 				return err
 			}
@@ -53,6 +54,8 @@ func InitPKICommand() *cobra.Command {
 		"JetStream cluster of them). Their certificate, an nkey per service (the gateway's in --data-dir/pki) and their configuration (TLS for clients and routes; "+
 		"each service may write only its own lifecycle state) go in <bundles-dir>/nats.")
 	cmd.Flags().StringVar(&auditSubjects, "audit-nats-subjects", "apichain.audit.>", "Subjects the gateway may publish audit events to (--audit-nats-subject).")
+	cmd.Flags().StringVar(&apiServerURL, "api-server-url", "", "With --bundles-dir: where the backends reach the gateways to review their metrics endpoint's callers "+
+		"(each backend's bundle gets delegation.kubeconfig, its identity in system:apichain:backends), and <bundles-dir>/prometheus gets a client certificate in system:monitoring.")
 	cmd.Flags().StringSliceVar(&etcdMembers, "etcd-member", nil, "Host names of etcd's members, each given a certificate for clients and peers signed by etcd's own CA (with --bundles-dir).")
 	return cmd
 }

@@ -49,6 +49,23 @@ func (PrivilegedGroup) Authorize(u *user.User, _ *requestinfo.RequestInfo) (bool
 	return slices.Contains(u.Groups, user.SystemPrivilegedGroup), ""
 }
 
+// Delegators allows apichain's backends (user.BackendsGroup) what kube's components are
+// bound to system:auth-delegator for: creating TokenReviews and SubjectAccessReviews, so their
+// metrics endpoints can review callers as kube's components do. It is built in, as
+// system:masters is, so the cluster's RBAC objects stay kube's.
+type Delegators struct{}
+
+// Authorize allows the two reviews to the backends' group.
+func (Delegators) Authorize(u *user.User, info *requestinfo.RequestInfo) (bool, string) {
+	if !slices.Contains(u.Groups, user.BackendsGroup) || !info.IsResourceRequest || info.Verb != "create" ||
+		info.Namespace != "" || info.Subresource != "" || info.Name != "" {
+		return false, ""
+	}
+	review := (info.APIGroup == "authentication.k8s.io" && info.Resource == "tokenreviews") ||
+		(info.APIGroup == "authorization.k8s.io" && info.Resource == "subjectaccessreviews")
+	return review, ""
+}
+
 // AlwaysDeny allows nothing.
 type AlwaysDeny struct{}
 
@@ -56,12 +73,12 @@ type AlwaysDeny struct{}
 func (AlwaysDeny) Authorize(*user.User, *requestinfo.RequestInfo) (bool, string) { return false, "" }
 
 // New builds the authorizer for modes, as --authorization-mode lists them: system:masters
-// first, then each mode in order. rbac serves the RBAC mode.
+// and the backends' reviews first, then each mode in order. rbac serves the RBAC mode.
 func New(modes []string, rbac *RBAC) (Union, error) {
 	if len(modes) == 0 {
 		return nil, fmt.Errorf("at least one authorization mode must be passed")
 	}
-	out := Union{PrivilegedGroup{}}
+	out := Union{PrivilegedGroup{}, Delegators{}}
 	seen := map[string]bool{}
 	for _, m := range modes {
 		if seen[m] {

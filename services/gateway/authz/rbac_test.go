@@ -57,3 +57,26 @@ func TestModes(t *testing.T) {
 	_, err = New(nil, rbac)
 	assert.Error(t, err)
 }
+
+// The backends' group may create TokenReviews and SubjectAccessReviews, whatever the modes,
+// and nothing else.
+func TestDelegators(t *testing.T) {
+	a, err := New([]string{ModeAlwaysDeny}, &RBAC{})
+	require.NoError(t, err)
+	backend := &user.User{Name: "system:apichain:core", Groups: []string{user.BackendsGroup}}
+	ok, _ := a.Authorize(backend, resourceReq("create", "authentication.k8s.io", "tokenreviews", "", "", ""))
+	assert.True(t, ok)
+	ok, _ = a.Authorize(backend, resourceReq("create", "authorization.k8s.io", "subjectaccessreviews", "", "", ""))
+	assert.True(t, ok)
+	for _, req := range []*requestinfo.RequestInfo{
+		resourceReq("create", "authorization.k8s.io", "localsubjectaccessreviews", "", "", "default"),
+		resourceReq("list", "authorization.k8s.io", "subjectaccessreviews", "", "", ""),
+		resourceReq("get", "", "secrets", "", "", "default"),
+		resourceReq("create", "", "serviceaccounts", "token", "default", "default"),
+	} {
+		ok, _ := a.Authorize(backend, req)
+		assert.False(t, ok, "%+v", req)
+	}
+	ok, _ = a.Authorize(&user.User{Name: "bob"}, resourceReq("create", "authentication.k8s.io", "tokenreviews", "", "", ""))
+	assert.False(t, ok, "only the backends' group")
+}
