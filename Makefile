@@ -124,6 +124,10 @@ compose-bin:
 	$(STATIC) -o $(COMPOSE_DIR)/bin/etcd ./deploy/images/etcd
 	$(STATIC) -o $(COMPOSE_DIR)/bin/nats-server ./deploy/images/nats
 	deploy/images/haproxy/rootfs.sh $(COMPOSE_DIR)/bin/haproxy-root
+	# Jaeger and Prometheus from their published modules at the versions deploy/tools pins, each
+	# in a module of its own outside the workspace so their dependencies move nothing of ours.
+	cd deploy/tools/jaeger && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(CURDIR)/$(COMPOSE_DIR)/bin/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
+	cd deploy/tools/prometheus && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o $(CURDIR)/$(COMPOSE_DIR)/bin/prometheus github.com/prometheus/prometheus/cmd/prometheus
 
 images: compose-bin
 	cd $(COMPOSE_DIR) && $(COMPOSE) build
@@ -137,7 +141,8 @@ up: images
 	  [ -n "$$cids" ] && [ -z "$$(docker inspect -f '{{.State.Health.Status}}' $$cids | grep -v '^healthy$$')" ] && break; sleep 1; \
 	done; \
 	docker cp $$(echo $$cids | cut -d' ' -f1):/data/admin.kubeconfig admin.kubeconfig && \
-	echo "apichain is up: kubectl --kubeconfig $(COMPOSE_DIR)/admin.kubeconfig get --raw '/readyz?verbose'"
+	echo "apichain is up: kubectl --kubeconfig $(COMPOSE_DIR)/admin.kubeconfig get --raw '/readyz?verbose'"; \
+	echo "Prometheus: http://127.0.0.1:$${APICHAIN_PROMETHEUS_PORT:-9090} (alerts at /alerts); Jaeger: http://127.0.0.1:$${APICHAIN_JAEGER_PORT:-16686}"
 
 down:
 	cd $(COMPOSE_DIR) && $(COMPOSE) down -v --remove-orphans

@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +32,8 @@ import (
 func (s *stack) checkNothingOpen(t *testing.T, cfg *rest.Config) {
 	core := s.containers("core")[0]
 	mounts := strings.Fields(s.run(time.Minute, "docker", "inspect", "-f", "{{range .Mounts}}{{.Destination}}:{{.RW}} {{end}}", core))
-	assert.Equal(t, []string{"/pki:false"}, mounts, "core mounts its credentials read-only, and nothing else")
+	assert.ElementsMatch(t, []string{"/pki:false", "/etc/apichain/tracing:false"}, mounts,
+		"core mounts its credentials and the tracing configuration read-only, and nothing else")
 	dir := t.TempDir()
 	s.run(time.Minute, "docker", "cp", core+":/pki", dir)
 	entries, err := os.ReadDir(filepath.Join(dir, "pki"))
@@ -40,7 +43,8 @@ func (s *stack) checkNothingOpen(t *testing.T, cfg *rest.Config) {
 		files = append(files, e.Name())
 	}
 	assert.ElementsMatch(t, []string{certs.BundleCA, certs.BundleServingCert, certs.BundleServingKey, certs.BundleHealthcheckCert,
-		certs.BundleHealthcheckKey, certs.BundleEtcdCA, certs.BundleEtcdClientCert, certs.BundleEtcdClientKey, certs.BundleNkey}, files)
+		certs.BundleHealthcheckKey, certs.BundleEtcdCA, certs.BundleEtcdClientCert, certs.BundleEtcdClientKey, certs.BundleNkey,
+		certs.BundleDelegationCert, certs.BundleDelegationKey, certs.BundleDelegationKubeconfig}, files)
 
 	f := func(name string) string { return filepath.Join(dir, "pki", name) }
 	adminCert, adminKey := filepath.Join(dir, "admin.crt"), filepath.Join(dir, "admin.key")
@@ -75,6 +79,28 @@ func (s *stack) checkNothingOpen(t *testing.T, cfg *rest.Config) {
 	assert.Error(t, read(etcdURL, f(certs.BundleEtcdCA), adminCert, adminKey), "the cluster's admin certificate does not open etcd")
 	assert.Error(t, read(etcdURL, f(certs.BundleEtcdCA), f(certs.BundleHealthcheckCert), f(certs.BundleHealthcheckKey)),
 		"nor any other certificate of the cluster's CA")
+
+	// A backend's metrics endpoint: anonymous 401; the admin (system:masters) gets in, as the
+	// gateway's review says.
+	metricsURL := "https://" + s.containerIP("core") + ":9091/metrics"
+	scrape := func(pairs []tls.Certificate) int {
+		roots := x509.NewCertPool()
+		ca, err := os.ReadFile(f(certs.BundleCA))
+		require.NoError(t, err)
+		roots.AppendCertsFromPEM(ca)
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots,
+			ServerName: "apichain-backend", Certificates: pairs, MinVersion: tls.VersionTLS12}}}
+		resp, err := hc.Get(metricsURL)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusUnauthorized, scrape(nil), "core's metrics need credentials")
+	admin, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, scrape([]tls.Certificate{admin}), "the admin scrapes core's metrics")
 
 	// NATS, reached at its address under its name.
 	natsAddr := s.containerIP("nats") + ":4222"

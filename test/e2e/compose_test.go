@@ -46,6 +46,8 @@ type stack struct {
 	port  int
 	dir   string
 	files []string // compose files beyond compose.yaml
+	// The ports Prometheus and Jaeger publish on localhost.
+	prometheusPort, jaegerPort int
 }
 
 func (s *stack) run(timeout time.Duration, name string, args ...string) string {
@@ -78,8 +80,10 @@ func (s *stack) compose(args ...string) string {
 // over it, with env added to the environment.
 func startStack(t *testing.T, files []string, env ...string) (*stack, *kubernetes.Clientset, *rest.Config) {
 	requireDocker(t)
-	s := &stack{t: t, port: freePort(t), dir: filepath.Join(repoRoot(), "deploy", "compose"), files: files}
+	s := &stack{t: t, port: freePort(t), dir: filepath.Join(repoRoot(), "deploy", "compose"), files: files,
+		prometheusPort: freePort(t), jaegerPort: freePort(t)}
 	s.env = append([]string{"COMPOSE_PROJECT_NAME=" + composeProject, fmt.Sprintf("APICHAIN_PORT=%d", s.port),
+		fmt.Sprintf("APICHAIN_PROMETHEUS_PORT=%d", s.prometheusPort), fmt.Sprintf("APICHAIN_JAEGER_PORT=%d", s.jaegerPort),
 		"COMPOSE_FILE=" + strings.Join(append([]string{"compose.yaml"}, files...), ":")}, env...)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -115,7 +119,7 @@ func (s *stack) kubectl(args ...string) string {
 // three replicas that all get traffic, survives a rolling restart and a SIGKILL under load
 // without losing acknowledged writes, keeps serving without NATS, and goes away cleanly.
 func TestComposeStack(t *testing.T) {
-	s, cs, cfg := startStack(t, nil)
+	s, cs, cfg := startStack(t, nil, "APICHAIN_TRACING=every-request")
 	out := s.kubectl("get", "--raw", "/readyz?verbose")
 	for _, want := range []string{"[+]core ok (1/1 instances ready)", "[+]extensions ok (1/1", "[+]aggregator ok (1/1", "[+]lifecycle ok (from NATS)"} {
 		assert.Contains(t, out, want)
@@ -159,6 +163,8 @@ func TestComposeStack(t *testing.T) {
 		}
 	}
 	assert.Len(t, instances, 3, "requests reach all three core replicas:\n%s", metrics)
+
+	t.Run("Prometheus Jaeger and the alerts", func(t *testing.T) { s.checkObservability(t, cs) })
 
 	t.Run("rolling restart under load", func(t *testing.T) {
 		load := startLoad(t, configMaps(cs, "compose"), "roll")
