@@ -142,7 +142,13 @@ func TestAdmissionWebhooks(t *testing.T) {
 			"[+]core/admission-webhooks ok (failing: ValidatingWebhookConfiguration/c-dead dead.example.com: ", "failed calls in a row, not called for now, last: ",
 			"[+]extensions/admission-webhooks ok (no webhook failing)")
 		c.eventuallyBody("/metrics", 200, 10*time.Second,
-			`apichain_admission_webhook_paused{configuration="ValidatingWebhookConfiguration/c-dead",instance="core-`)
+			`apichain_admission_webhook_paused{configuration="ValidatingWebhookConfiguration/c-dead",instance="core-`,
+			// kube's webhook metrics: the failed calls rejected the requests (failurePolicy Fail)...
+			`apiserver_admission_webhook_rejection_count{error_type="calling_webhook_error",name="dead.example.com",operation="CREATE",rejection_code="503",type="validating"}`,
+			`apiserver_admission_webhook_admission_duration_seconds_count{name="dead.example.com",operation="CREATE",rejected="true",type="validating"}`,
+			// ...the mutating webhook's calls let them through, the deny webhook's denials did not.
+			`apiserver_admission_webhook_admission_duration_seconds_count{name="mutate.example.com",operation="CREATE",rejected="false",type="admit"}`,
+			`apiserver_admission_webhook_rejection_count{error_type="no_error",name="deny.example.com",operation="CREATE",rejection_code="400",type="validating"}`)
 		k.run("patch", "validatingwebhookconfiguration", "c-dead", "--type=json", "-p", `[{"op":"replace","path":"/webhooks/0/failurePolicy","value":"Ignore"}]`)
 		eventually(false, "secret/s3 created", "create", "secret", "generic", "s3", "-n", "adm", "--from-literal=a=b")
 		k.run("delete", "validatingwebhookconfiguration", "c-dead")

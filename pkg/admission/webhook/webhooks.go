@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"reflect"
 	"sort"
 	"sync"
@@ -30,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	admissionmetrics "k8s.io/apiserver/pkg/admission/metrics"
 	celplugin "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook"
 	webhookerrors "k8s.io/apiserver/pkg/admission/plugin/webhook/errors"
@@ -179,7 +181,9 @@ func (w *Webhooks) Admit(ctx context.Context, a admission.Attributes) (runtime.O
 				continue
 			}
 			hook, _ := h.GetMutatingWebhook()
+			start := time.Now()
 			out, err := w.call(ctx, inv, va, true)
+			observe(ctx, hook.Name, hook.FailurePolicy, start, err, va, stepMutating)
 			changed := out != nil && !apiequality.Semantic.DeepEqual(va.VersionedObject.Object(), out)
 			if out != nil {
 				va.UpdateObject(out)
@@ -197,7 +201,7 @@ func (w *Webhooks) Admit(ctx context.Context, a admission.Attributes) (runtime.O
 			if round == 0 && hook.ReinvocationPolicy != nil && *hook.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy {
 				invokedIfNeeded = append(invokedIfNeeded, h.GetUID())
 			}
-			if err := w.outcome(ctx, hook.Name, hook.FailurePolicy, err, va, fmt.Sprintf("failed-open.mutation.webhook.admission.k8s.io/round_%d_index_%d", round, i)); err != nil {
+			if err := w.outcome(ctx, hook.Name, hook.FailurePolicy, err, va, stepMutating, fmt.Sprintf("failed-open.mutation.webhook.admission.k8s.io/round_%d_index_%d", round, i)); err != nil {
 				return nil, err
 			}
 		}
@@ -236,8 +240,10 @@ func (w *Webhooks) Validate(ctx context.Context, a admission.Attributes) error {
 		go func() {
 			defer wg.Done()
 			hook, _ := inv.Webhook.GetValidatingWebhook()
+			start := time.Now()
 			_, err := w.call(ctx, inv, va, false)
-			if err := w.outcome(ctx, hook.Name, hook.FailurePolicy, err, va, fmt.Sprintf("failed-open.validating.webhook.admission.k8s.io/round_0_index_%d", i)); err != nil {
+			observe(ctx, hook.Name, hook.FailurePolicy, start, err, va, stepValidating)
+			if err := w.outcome(ctx, hook.Name, hook.FailurePolicy, err, va, stepValidating, fmt.Sprintf("failed-open.validating.webhook.admission.k8s.io/round_0_index_%d", i)); err != nil {
 				errs <- err
 			}
 		}()
@@ -250,7 +256,7 @@ func (w *Webhooks) Validate(ctx context.Context, a admission.Attributes) error {
 // outcome turns a webhook call's error into the request's: a call failure fails the request
 // (failurePolicy Fail, a 500) or is ignored (Ignore, noted in the audit annotations); a
 // rejection is the webhook's status.
-func (w *Webhooks) outcome(ctx context.Context, name string, policy *admissionregistrationv1.FailurePolicyType, err error, a *admission.VersionedAttributes, failedOpenKey string) error {
+func (w *Webhooks) outcome(ctx context.Context, name string, policy *admissionregistrationv1.FailurePolicyType, err error, a *admission.VersionedAttributes, step, failedOpenKey string) error {
 	if err == nil {
 		return nil
 	}
@@ -259,6 +265,7 @@ func (w *Webhooks) outcome(ctx context.Context, name string, policy *admissionre
 		if policy != nil && *policy == admissionregistrationv1.Ignore {
 			if !errors.Is(callErr.Reason, context.Canceled) {
 				w.log.Warn("webhook call failed, failing open", "webhook", name, "err", callErr)
+				admissionmetrics.Metrics.ObserveWebhookFailOpen(ctx, name, step)
 				_ = a.AddAnnotation(failedOpenKey, name)
 			}
 			if ctx.Err() != nil {
@@ -422,4 +429,41 @@ func (r tracedResolver) traced(cfg *rest.Config, err error) (*rest.Config, error
 	}
 	cfg.Wrap(tracing.WrapperFor(r.tp))
 	return cfg, nil
+}
+
+// The admission step types kube's webhook metrics name.
+const (
+	stepMutating   = "admit"
+	stepValidating = "validating"
+)
+
+// observe records a webhook call in kube's admission webhook metrics as kube's dispatchers
+// do: its latency, whether it rejected the request and with which code, and each rejection by
+// kind (the webhook's denial, a failed call under failurePolicy Fail, an internal error).
+func observe(ctx context.Context, name string, policy *admissionregistrationv1.FailurePolicyType, start time.Time, err error, a *admission.VersionedAttributes, step string) {
+	op := string(a.GetOperation())
+	rejected, code := false, http.StatusOK
+	var callErr *webhookutil.ErrCallingWebhook
+	var rejection *webhookutil.ErrWebhookRejection
+	switch {
+	case err == nil:
+	case errors.As(err, &callErr):
+		code = 0
+		if callErr.Status != nil {
+			code = int(callErr.Status.ErrStatus.Code)
+		}
+		if policy == nil || *policy != admissionregistrationv1.Ignore {
+			rejected = true
+			if !errors.Is(callErr.Reason, context.Canceled) {
+				admissionmetrics.Metrics.ObserveWebhookRejection(ctx, name, step, op, admissionmetrics.WebhookRejectionCallingWebhookError, code)
+			}
+		}
+	case errors.As(err, &rejection):
+		rejected, code = true, int(rejection.Status.ErrStatus.Code)
+		admissionmetrics.Metrics.ObserveWebhookRejection(ctx, name, step, op, admissionmetrics.WebhookRejectionNoError, code)
+	default:
+		rejected, code = true, 0
+		admissionmetrics.Metrics.ObserveWebhookRejection(ctx, name, step, op, admissionmetrics.WebhookRejectionAPIServerInternalError, 0)
+	}
+	admissionmetrics.Metrics.ObserveWebhook(ctx, name, time.Since(start), rejected, a.Attributes, step, code)
 }
