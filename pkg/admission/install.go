@@ -7,6 +7,9 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
+
+	admissionmetrics "k8s.io/apiserver/pkg/admission/metrics"
 
 	"github.com/apichain/apichain/pkg/admission/plugin/defaults"
 	"github.com/apichain/apichain/pkg/admission/plugin/limitranger"
@@ -57,8 +60,16 @@ type Validator interface {
 
 // Admit runs mutating admission: the built-in plugins, the policies, the webhooks (with their
 // own reinvocation), and once more the policies with reinvocationPolicy IfNeeded if the
-// webhooks changed what the policies had made, as kube's second round does.
+// webhooks changed what the policies had made, as kube's second round does. Its time and
+// outcome go to kube's apiserver_admission_step_admission_duration_seconds (type "admit").
 func (c *Chain) Admit(ctx context.Context, a admission.Attributes) (runtime.Object, error) {
+	start := time.Now()
+	obj, err := c.admit(ctx, a)
+	admissionmetrics.Metrics.ObserveAdmissionStep(ctx, time.Since(start), err != nil, a, "admit")
+	return obj, err
+}
+
+func (c *Chain) admit(ctx context.Context, a admission.Attributes) (runtime.Object, error) {
 	for _, m := range c.Mutating {
 		if err := m.Admit(ctx, a); err != nil {
 			return nil, err
@@ -103,8 +114,15 @@ func setObject(a admission.Attributes, obj runtime.Object) {
 	}
 }
 
-// Validate runs validating admission.
+// Validate runs validating admission, observed as kube's "validate" admission step.
 func (c *Chain) Validate(ctx context.Context, a admission.Attributes) error {
+	start := time.Now()
+	err := c.validate(ctx, a)
+	admissionmetrics.Metrics.ObserveAdmissionStep(ctx, time.Since(start), err != nil, a, "validate")
+	return err
+}
+
+func (c *Chain) validate(ctx context.Context, a admission.Attributes) error {
 	for _, v := range c.Validating {
 		if err := v.Validate(ctx, a); err != nil {
 			return err

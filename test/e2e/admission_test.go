@@ -148,7 +148,10 @@ func TestAdmissionWebhooks(t *testing.T) {
 			`apiserver_admission_webhook_admission_duration_seconds_count{name="dead.example.com",operation="CREATE",rejected="true",type="validating"}`,
 			// ...the mutating webhook's calls let them through, the deny webhook's denials did not.
 			`apiserver_admission_webhook_admission_duration_seconds_count{name="mutate.example.com",operation="CREATE",rejected="false",type="admit"}`,
-			`apiserver_admission_webhook_rejection_count{error_type="no_error",name="deny.example.com",operation="CREATE",rejection_code="400",type="validating"}`)
+			`apiserver_admission_webhook_rejection_count{error_type="no_error",name="deny.example.com",operation="CREATE",rejection_code="400",type="validating"}`,
+			// and kube's admission steps.
+			`apiserver_admission_step_admission_duration_seconds_count{operation="CREATE",rejected="true",type="validate"}`,
+			`apiserver_admission_step_admission_duration_seconds_count{operation="CREATE",rejected="false",type="admit"}`)
 		k.run("patch", "validatingwebhookconfiguration", "c-dead", "--type=json", "-p", `[{"op":"replace","path":"/webhooks/0/failurePolicy","value":"Ignore"}]`)
 		eventually(false, "secret/s3 created", "create", "secret", "generic", "s3", "-n", "adm", "--from-literal=a=b")
 		k.run("delete", "validatingwebhookconfiguration", "c-dead")
