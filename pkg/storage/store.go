@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -61,6 +62,13 @@ type KV struct {
 
 // Get reads key. rev 0 reads the latest.
 func (s *Store) Get(ctx context.Context, key string, rev int64) (*KV, int64, error) {
+	start := time.Now()
+	r0, r1, err := s.get(ctx, key, rev)
+	recordRequest("get", key, err, start)
+	return r0, r1, err
+}
+
+func (s *Store) get(ctx context.Context, key string, rev int64) (*KV, int64, error) {
 	if err := s.check(key); err != nil {
 		return nil, 0, err
 	}
@@ -83,6 +91,13 @@ func (s *Store) Get(ctx context.Context, key string, rev int64) (*KV, int64, err
 // found by the next is this create's if it was created with this value (values hold the
 // object's UID, so another create's differs).
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	start := time.Now()
+	r0, err := s.create(ctx, key, value)
+	recordRequest("create", key, err, start)
+	return r0, err
+}
+
+func (s *Store) create(ctx context.Context, key string, value []byte) (int64, error) {
 	if err := s.check(key); err != nil {
 		return 0, err
 	}
@@ -114,6 +129,13 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 // a try, a failed condition may be that try's write: it was if the key's first change after
 // expected wrote this value.
 func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64) (int64, error) {
+	start := time.Now()
+	r0, err := s.update(ctx, key, value, expected)
+	recordRequest("update", key, err, start)
+	return r0, err
+}
+
+func (s *Store) update(ctx context.Context, key string, value []byte, expected int64) (int64, error) {
 	if err := s.check(key); err != nil {
 		return 0, err
 	}
@@ -127,6 +149,13 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expected i
 // the answer to a try, a failed condition may be that try's delete: it was if the key's first
 // change after expected deleted it.
 func (s *Store) Delete(ctx context.Context, key string, expected int64) (int64, error) {
+	start := time.Now()
+	r0, err := s.delete(ctx, key, expected)
+	recordRequest("delete", key, err, start)
+	return r0, err
+}
+
+func (s *Store) delete(ctx context.Context, key string, expected int64) (int64, error) {
 	if err := s.check(key); err != nil {
 		return 0, err
 	}
@@ -222,6 +251,13 @@ type ListResult struct {
 // when given), at most limit keys (0: all). Pages of one list use the same revision, so they
 // form a consistent snapshot.
 func (s *Store) List(ctx context.Context, prefix string, rev int64, startKey string, limit int64) (*ListResult, error) {
+	start := time.Now()
+	res, err := s.list(ctx, prefix, rev, startKey, limit)
+	recordRequest("list", prefix, err, start)
+	return res, err
+}
+
+func (s *Store) list(ctx context.Context, prefix string, rev int64, startKey string, limit int64) (*ListResult, error) {
 	if err := s.check(prefix); err != nil {
 		return nil, err
 	}

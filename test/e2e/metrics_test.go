@@ -12,7 +12,7 @@ import (
 
 // The gateway's /metrics shows the split: every instance's readiness and where the gateway
 // learns it (NATS), its NATS connection, and grpc-go's standard client metrics for its calls to
-// the backends, under apichain_.
+// the backends, under apichain_; and kube's etcd request metrics with kube's labels.
 func TestGatewayMetricsOfTheSplit(t *testing.T) {
 	c, _ := startAllInOne(t)
 	for range 3 {
@@ -23,7 +23,10 @@ func TestGatewayMetricsOfTheSplit(t *testing.T) {
 		`apichain_lifecycle_source{source="nats"} 1`,
 		`apichain_lifecycle_source{source="grpc-health"} 0`,
 		"apichain_nats_connected 1",
-		"# TYPE apichain_grpc_client_handling_seconds histogram")
+		"# TYPE apichain_grpc_client_handling_seconds histogram",
+		// kube's etcd client metrics, from the backends in this process.
+		`etcd_request_duration_seconds_count{group="",operation="get",resource="namespaces"}`,
+		`etcd_requests_total{group="",operation="list",resource="configmaps"}`)
 	for _, svc := range []string{"aggregator", "core", "extensions"} {
 		assert.Regexp(t, `apichain_lifecycle_instance_ready\{instance="`+svc+`-[^"]+",service="`+svc+`"\} 1`, body)
 	}
