@@ -178,6 +178,7 @@ func (c *watchCache) sync(ctx context.Context) error {
 	c.objects, c.rev, c.ready, c.events = objects, page.Revision, true, nil
 	c.notifyLocked()
 	c.mu.Unlock()
+	countObjects(c.r, objects.Len())
 	c.log.Info("Caches are synced", "resource", c.r.GroupResource().String(), "objects", objects.Len(), "resourceVersion", page.Revision)
 	// A watch that etcd ends (its member lost the leader, the connection broke) is taken up
 	// again from the cache's revision, so the cache and its watchers ride through it; only a
@@ -233,6 +234,9 @@ func (c *watchCache) apply(ev storage.Event) error {
 		}
 	} else if prev, ok := c.objects.ReplaceOrInsert(cacheEntry{key: ev.Key, obj: obj, enc: &encodings{}}); ok {
 		ce.prev = prev.obj
+	}
+	if ev.Type == storage.Deleted || ce.prev == nil {
+		countObjects(c.r, c.objects.Len())
 	}
 	c.events = append(c.events, ce)
 	if len(c.events) > cacheCapacity {

@@ -26,7 +26,10 @@ func TestGatewayMetricsOfTheSplit(t *testing.T) {
 		"# TYPE apichain_grpc_client_handling_seconds histogram",
 		// kube's etcd client metrics, from the backends in this process.
 		`etcd_request_duration_seconds_count{group="",operation="get",resource="namespaces"}`,
-		`etcd_requests_total{group="",operation="list",resource="configmaps"}`)
+		`etcd_requests_total{group="",operation="list",resource="configmaps"}`,
+		// and the objects the watch caches hold.
+		`apiserver_resource_objects{group="",resource="namespaces"} 4`,
+		`apiserver_resource_objects{group="rbac.authorization.k8s.io",resource="clusterroles"}`)
 	for _, svc := range []string{"aggregator", "core", "extensions"} {
 		assert.Regexp(t, `apichain_lifecycle_instance_ready\{instance="`+svc+`-[^"]+",service="`+svc+`"\} 1`, body)
 	}
