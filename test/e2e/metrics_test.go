@@ -15,6 +15,9 @@ import (
 // the backends, under apichain_; and kube's etcd request metrics with kube's labels.
 func TestGatewayMetricsOfTheSplit(t *testing.T) {
 	c, _ := startAllInOne(t)
+	// A watch from resourceVersion 0 gets an ADDED event per namespace, then times out.
+	code, watched, _ := c.get("/api/v1/namespaces?watch=true&resourceVersion=0&timeoutSeconds=1")
+	require.Equal(t, 200, code, watched)
 	for range 3 {
 		code, _, _ := c.get("/api/v1/namespaces/default")
 		require.Equal(t, 200, code)
@@ -29,7 +32,10 @@ func TestGatewayMetricsOfTheSplit(t *testing.T) {
 		`etcd_requests_total{group="",operation="list",resource="configmaps"}`,
 		// and the objects the watch caches hold.
 		`apiserver_resource_objects{group="",resource="namespaces"} 4`,
-		`apiserver_resource_objects{group="rbac.authorization.k8s.io",resource="clusterroles"}`)
+		`apiserver_resource_objects{group="rbac.authorization.k8s.io",resource="clusterroles"}`,
+		// and the watch events sent (kube's watch metrics).
+		`apiserver_watch_events_total{group="",resource="namespaces",version="v1"} `,
+		`apiserver_watch_events_sizes_count{group="",resource="namespaces",version="v1"} `)
 	for _, svc := range []string{"aggregator", "core", "extensions"} {
 		assert.Regexp(t, `apichain_lifecycle_instance_ready\{instance="`+svc+`-[^"]+",service="`+svc+`"\} 1`, body)
 	}

@@ -250,6 +250,8 @@ func (p *REST) serveWatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 		flusher.Flush()
 	}
 	apf.WatchInitialized(ctx) // established: priority and fairness frees its seat
+	count := watchEvents.WithContext(ctx).WithLabelValues(ref.GetGroup(), ref.GetVersion(), ref.GetResource())
+	size := watchEventsSizes.WithContext(ctx).WithLabelValues(ref.GetGroup(), ref.GetVersion(), ref.GetResource())
 	for ev := first; ; {
 		if ev.GetType() != "" {
 			data, err := frame.encode(ev)
@@ -259,6 +261,8 @@ func (p *REST) serveWatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 			if _, err := w.Write(data); err != nil {
 				return
 			}
+			count.Inc()
+			size.Observe(float64(len(data)))
 		}
 		if flusher != nil {
 			flusher.Flush()
