@@ -386,6 +386,11 @@ spec: {group: noslices.example.com, version: v1, service: {namespace: default, n
 	code, body, _ = c.get("/apis/wardle.example.com/v1alpha1/namespaces/default/flunders")
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Contains(t, body, "APIService v1alpha1.wardle.example.com is not available (FailedDiscoveryCheck: ")
+	// kube-aggregator's metrics: both unavailable, the one that was available counted by its reason.
+	c.eventuallyBody("/metrics", http.StatusOK, 10*time.Second,
+		`aggregator_unavailable_apiservice{name="v1.missing.example.com"} 1`,
+		`aggregator_unavailable_apiservice{name="v1alpha1.wardle.example.com"} 1`,
+		`aggregator_unavailable_apiservice_total{name="v1alpha1.wardle.example.com",reason="FailedDiscoveryCheck"} 1`)
 
 	// Dead aggregated APIs break nothing else: discovery says which they are and kubectl goes on.
 	var hdr http.Header

@@ -35,7 +35,10 @@ func TestGatewayMetricsOfTheSplit(t *testing.T) {
 		`apiserver_resource_objects{group="rbac.authorization.k8s.io",resource="clusterroles"}`,
 		// and the watch events sent (kube's watch metrics).
 		`apiserver_watch_events_total{group="",resource="namespaces",version="v1"} `,
-		`apiserver_watch_events_sizes_count{group="",resource="namespaces",version="v1"} `)
+		`apiserver_watch_events_sizes_count{group="",resource="namespaces",version="v1"} `,
+		// and every APIService's availability (kube-aggregator's gauge).
+		`aggregator_unavailable_apiservice{name="v1."} 0`,
+		`aggregator_unavailable_apiservice{name="v1.apps"} 0`)
 	for _, svc := range []string{"aggregator", "core", "extensions"} {
 		assert.Regexp(t, `apichain_lifecycle_instance_ready\{instance="`+svc+`-[^"]+",service="`+svc+`"\} 1`, body)
 	}

@@ -54,8 +54,10 @@ func availabilityPass(ctx context.Context, c *registry.Client, r *registry.Resou
 		return err
 	}
 	var wg sync.WaitGroup
+	services := make([]*apiregistration.APIService, 0, len(list))
 	for _, o := range list {
 		a := o.(*apiregistration.APIService)
+		services = append(services, a)
 		switch {
 		case a.Spec.Service == nil && remote == nil:
 			wg.Go(func() {
@@ -67,14 +69,17 @@ func availabilityPass(ctx context.Context, c *registry.Client, r *registry.Resou
 		}
 	}
 	wg.Wait()
+	gauge(services)
 	return nil
 }
 
 // writeCondition stores want as a's Available condition if it changes anything.
 func writeCondition(ctx context.Context, c *registry.Client, r *registry.Resource, a *apiregistration.APIService, want apiregistration.APIServiceCondition, log *slog.Logger) {
+	wasAvailable := isAvailable(a)
 	if !setCondition(a, want, time.Now()) {
 		return
 	}
+	countUnavailable(wasAvailable, a)
 	if err := c.ReplaceStatus(ctx, r, a); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
 		log.Warn("APIService availability", "apiservice", a.Name, "err", err)
 	}
