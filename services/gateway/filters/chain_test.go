@@ -270,7 +270,7 @@ func TestChainPanicBehindAuthorizationGetsAuditIDAnd500(t *testing.T) {
 	requireOuterHeaders(t, rec, "audit-1")
 	seen := recv(t, f.seen, "final handler")
 	assert.Equal(t, "alice", seen.user.Name)
-	assert.Equal(t, 1.0, f.requests(t, "500", "get"), "the panic is counted as the 500 it became")
+	assert.Equal(t, 1.0, f.requests(t, "500", "GET"), "the panic is counted as the 500 it became")
 
 	// The chain keeps serving.
 	rec = f.do("GET", "/api/v1/namespaces/ns/pods/p", "tok-alice", "audit-2")
@@ -387,7 +387,7 @@ func TestChainRejections(t *testing.T) {
 			}
 			assert.Empty(t, f.seen, "the final handler must not run")
 			if tc.name != "unresolvable request info" { // rejected before the metrics filter can label it
-				verb := map[string]string{"GET": "list", "POST": "create", "DELETE": "delete"}[tc.method]
+				verb := map[string]string{"GET": "LIST", "POST": "POST", "DELETE": "DELETE"}[tc.method]
 				if !strings.HasPrefix(tc.target, "/api") {
 					verb = tc.method
 				}
