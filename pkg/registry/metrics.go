@@ -7,15 +7,10 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 )
 
-// kube's object counts (k8s.io/apiserver's storage metrics), with its names, help and labels,
-// kept by the watch cache of each resource a backend serves.
+// kube's object count (k8s.io/apiserver's storage metrics), with its name, help and labels,
+// kept by the watch cache of each resource a backend serves. kube 1.37 hides the deprecated
+// apiserver_storage_objects by default, so apichain does not export it.
 var (
-	storageObjects = compbasemetrics.NewGaugeVec(&compbasemetrics.GaugeOpts{
-		Name:              "apiserver_storage_objects",
-		Help:              "[DEPRECATED, consider using apiserver_resource_objects instead] Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.",
-		StabilityLevel:    compbasemetrics.STABLE,
-		DeprecatedVersion: "1.34.0",
-	}, []string{"resource"})
 	resourceObjects = compbasemetrics.NewGaugeVec(&compbasemetrics.GaugeOpts{
 		Name:           "apiserver_resource_objects",
 		Help:           "Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.",
@@ -25,12 +20,11 @@ var (
 )
 
 func init() {
-	registerMetrics.Do(func() { legacyregistry.MustRegister(storageObjects, resourceObjects) })
+	registerMetrics.Do(func() { legacyregistry.MustRegister(resourceObjects) })
 }
 
-// countObjects sets r's object counts.
+// countObjects sets r's object count.
 func countObjects(r *Resource, n int) {
 	gr := r.GroupResource()
-	storageObjects.WithLabelValues(gr.String()).Set(float64(n))
 	resourceObjects.WithLabelValues(gr.Group, gr.Resource).Set(float64(n))
 }

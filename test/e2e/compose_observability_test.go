@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -12,10 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apichain/apichain/pkg/certs"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // checkObservability: Prometheus, which compose brings up with the stack, scrapes every
@@ -71,6 +75,9 @@ func (s *stack) checkObservability(t *testing.T, cs *kubernetes.Clientset) {
 		return true
 	}, 2*time.Minute, time.Second, "Prometheus scrapes every replica: want %v, up %v; not up:\n%s", want, &up, &last)
 	t.Logf("Prometheus scrapes every replica as system:monitoring: %v", up)
+
+	// Every process's metrics have kube-apiserver's types and labels where kube has them.
+	s.checkProcessMetrics(t)
 
 	// Jaeger: the trace of a kubectl create, through the gateway into core.
 	s.kubectl("create", "configmap", "traced-by-jaeger", "-n", "compose", "--from-literal=a=b")
@@ -169,4 +176,45 @@ func (s *stack) checkObservability(t *testing.T, cs *kubernetes.Clientset) {
 	}, 2*time.Minute, time.Second, "the paused webhook's alert fires (alerts: %s)", &last)
 	cancel()
 	t.Logf("AdmissionWebhookPaused fired for dead.example.com")
+}
+
+// checkProcessMetrics scrapes every instance of every service (the gateways on their API port,
+// the backends on their metrics port) as the admin and compares its metric families with
+// kube-apiserver's.
+func (s *stack) checkProcessMetrics(t *testing.T) {
+	dir := t.TempDir()
+	s.run(time.Minute, "docker", "cp", s.containers("core")[0]+":/pki/ca.crt", filepath.Join(dir, "ca.crt"))
+	roots, err := certs.PoolFromFile(filepath.Join(dir, "ca.crt"))
+	require.NoError(t, err)
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(s.dir, "admin.kubeconfig"))
+	require.NoError(t, err)
+	admin, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
+	require.NoError(t, err)
+	scrape := func(url, serverName string) string {
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+			RootCAs: roots, ServerName: serverName, Certificates: []tls.Certificate{admin}, MinVersion: tls.VersionTLS12}}}
+		resp, err := hc.Get(url)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", url, body)
+		return string(body)
+	}
+	common := []string{"go_goroutines", "process_cpu_seconds_total"}
+	for svc, want := range map[string][]string{
+		"gateway":    append([]string{"apiserver_request_total", "apiserver_request_duration_seconds", "apiserver_flowcontrol_dispatched_requests_total"}, common...),
+		"core":       append([]string{"etcd_requests_total", "etcd_request_duration_seconds"}, common...),
+		"extensions": append([]string{"etcd_requests_total", "etcd_request_duration_seconds"}, common...),
+		"aggregator": append([]string{"etcd_requests_total", "aggregator_unavailable_apiservice"}, common...),
+	} {
+		port, name := "9091", "apichain-backend"
+		if svc == "gateway" {
+			port, name = "6443", "gateway"
+		}
+		for _, id := range s.containers(svc) {
+			ip := strings.TrimSpace(s.run(time.Minute, "docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", id))
+			checkFamiliesMatchKube(t, svc+" "+ip, scrape("https://"+ip+":"+port+"/metrics", name), want)
+		}
+	}
 }

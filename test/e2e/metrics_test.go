@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -47,4 +48,25 @@ func TestGatewayMetricsOfTheSplit(t *testing.T) {
 	n, err := strconv.Atoi(m[1])
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, n, 3)
+}
+
+// The all-in-one's metrics (its one /metrics holds every service's) have kube-apiserver's types
+// and labels wherever kube has the metric, after creates, gets, lists and watches.
+func TestMetricFamiliesMatchKube(t *testing.T) {
+	c, _ := startAllInOne(t)
+	k := kc{t: t, kubeconfig: filepath.Join(c.data, "admin.kubeconfig")}
+	k.run("create", "configmap", "families", "--from-literal=a=b")
+	k.run("get", "configmaps", "families")
+	k.run("get", "configmaps")
+	code, watched, _ := c.get("/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=0&timeoutSeconds=1")
+	require.Equal(t, 200, code, watched)
+	body := c.eventuallyBody("/metrics", 200, 10*time.Second, "apiserver_watch_events_total", "apiserver_admission_step_admission_duration_seconds")
+	checkFamiliesMatchKube(t, "all-in-one", body, []string{
+		"apiserver_request_total", "apiserver_request_duration_seconds",
+		"etcd_request_duration_seconds", "etcd_requests_total", "apiserver_resource_objects",
+		"apiserver_watch_events_total", "apiserver_watch_events_sizes",
+		"apiserver_admission_step_admission_duration_seconds",
+		"apiserver_flowcontrol_dispatched_requests_total", "aggregator_unavailable_apiservice",
+		"go_goroutines", "process_cpu_seconds_total",
+	})
 }

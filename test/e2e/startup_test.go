@@ -84,6 +84,6 @@ func TestStartupTimeline(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, code, "system:anonymous may not read it")
 
 	_, metrics, _ := c.get("/metrics")
-	assert.Contains(t, metrics, `apiserver_startup_duration_seconds{instance=`)
-	assert.Contains(t, metrics, `apiserver_poststarthook_duration_seconds_count{hook="storage-readiness",service="core"} 1`)
+	assert.Contains(t, metrics, `apichain_startup_duration_seconds{instance=`)
+	assert.Contains(t, metrics, `apichain_poststarthook_duration_seconds_count{hook="storage-readiness",service="core"} 1`)
 }

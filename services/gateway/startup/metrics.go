@@ -5,8 +5,8 @@ import (
 )
 
 // collector exports the cluster's startup timeline as metrics on each scrape:
-// apiserver_startup_duration_seconds (process start to first ready, per instance) and
-// apiserver_poststarthook_duration_seconds (a histogram per service and hook).
+// apichain_startup_duration_seconds (process start to first ready, per instance) and
+// apichain_poststarthook_duration_seconds (a histogram per service and hook).
 type collector struct {
 	states   States
 	startup  *prometheus.Desc
@@ -18,9 +18,9 @@ var hookBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60
 // NewCollector exports the timeline of states as metrics.
 func NewCollector(states States) prometheus.Collector {
 	return &collector{states: states,
-		startup: prometheus.NewDesc("apiserver_startup_duration_seconds",
+		startup: prometheus.NewDesc("apichain_startup_duration_seconds",
 			"Time from process start to the first time readyz passed.", []string{"service", "instance"}, nil),
-		hookDesc: prometheus.NewDesc("apiserver_poststarthook_duration_seconds",
+		hookDesc: prometheus.NewDesc("apichain_poststarthook_duration_seconds",
 			"Duration of finished post-start hooks.", []string{"service", "hook"}, nil),
 	}
 }
