@@ -110,6 +110,7 @@ func (o *Options) serveProxy(b *backend.Backend, apiservices *registry.Client, c
 		return obj.(*apiregistration.APIService), nil
 	}
 	server := proxy.NewServer(lookup, endpoints, o.AggregatorRouting, cert)
+	server.TraceWith(b.Tracer().Active())
 	b.RegisterService(&proxyv1.ProxyService_ServiceDesc, server)
 	if err := b.Server.AddPostStartHook("apiservice-status-local-available-controller", func(ctx context.Context) error {
 		go apiservice.RunAvailability(ctx, apiservices, nil, nil, b.Server.RecheckReadiness, b.Log, 5*time.Minute)

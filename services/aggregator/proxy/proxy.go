@@ -25,10 +25,12 @@ import (
 	"github.com/apichain/apichain/pkg/apiregistration"
 	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/pkg/user"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	utilproxy "k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/component-base/tracing"
 )
 
 // Lookup finds the APIService of a group/version.
@@ -46,6 +48,9 @@ type Server struct {
 	// clientCert is the front-proxy client certificate presented to aggregated servers (none:
 	// they see an unauthenticated client).
 	clientCert *tls.Certificate
+	// tracer traces each proxied call and carries the trace context to the aggregated
+	// server, as kube's aggregator does (nil: tracing is off).
+	tracer oteltrace.TracerProvider
 
 	mu         sync.Mutex
 	transports map[string]*http.Transport // by TLS settings
@@ -154,7 +159,11 @@ func (s *Server) Exchange(stream proxyv1.ProxyService_ExchangeServer) error {
 	}
 	setFrontProxyHeaders(req.Header, u)
 	location := &url.URL{Scheme: "https", Host: host, Path: req.URL.Path, RawQuery: req.URL.RawQuery}
-	handler := utilproxy.NewUpgradeAwareHandler(location, transport, false, upgrade, responder{fail: func(err error) { s.fail(a, err) }})
+	var rt http.RoundTripper = transport
+	if s.tracer != nil && !upgrade { // an upgrade dials through the transport itself
+		rt = tracing.WrapperFor(s.tracer)(transport)
+	}
+	handler := utilproxy.NewUpgradeAwareHandler(location, rt, false, upgrade, responder{fail: func(err error) { s.fail(a, err) }})
 	handler.ServeHTTP(w, req)
 	return w.finish()
 }
@@ -230,6 +239,9 @@ func headerKeyEscape(key string) string {
 	}
 	return b.String()
 }
+
+// TraceWith traces the proxied calls with tp (nil: not traced).
+func (s *Server) TraceWith(tp oteltrace.TracerProvider) { s.tracer = tp }
 
 // transport is the HTTP transport to a's server: its CA bundle (or no verification), its
 // Service's name expected in the certificate, and the front-proxy client certificate.
