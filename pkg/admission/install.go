@@ -58,6 +58,39 @@ type Validator interface {
 	Validate(ctx context.Context, a admission.Attributes) error
 }
 
+// observe records one plugin's call in kube's
+// apiserver_admission_controller_admission_duration_seconds, under its name and step
+// ("admit" or "validate"), as kube's chain does for every plugin.
+func observe(ctx context.Context, start time.Time, err error, a admission.Attributes, step, plugin string) {
+	admissionmetrics.Metrics.ObserveAdmissionController(ctx, time.Since(start), err != nil, a, step, plugin)
+}
+
+// namedMutator is a built-in mutating plugin and the name its calls are measured under.
+type namedMutator struct {
+	name string
+	Mutator
+}
+
+func (m namedMutator) Admit(ctx context.Context, a admission.Attributes) error {
+	start := time.Now()
+	err := m.Mutator.Admit(ctx, a)
+	observe(ctx, start, err, a, "admit", m.name)
+	return err
+}
+
+// namedValidator is a built-in validating plugin and the name its calls are measured under.
+type namedValidator struct {
+	name string
+	Validator
+}
+
+func (v namedValidator) Validate(ctx context.Context, a admission.Attributes) error {
+	start := time.Now()
+	err := v.Validator.Validate(ctx, a)
+	observe(ctx, start, err, a, "validate", v.name)
+	return err
+}
+
 // Admit runs mutating admission: the built-in plugins, the policies, the webhooks (with their
 // own reinvocation), and once more the policies with reinvocationPolicy IfNeeded if the
 // webhooks changed what the policies had made, as kube's second round does. Its time and
@@ -77,8 +110,11 @@ func (c *Chain) admit(ctx context.Context, a admission.Attributes) (runtime.Obje
 	}
 	obj, mutated := a.GetObject(), false
 	if c.MutatingPolicies != nil {
+		start := time.Now()
 		var err error
-		if obj, mutated, err = c.MutatingPolicies.Admit(ctx, a, false); err != nil {
+		obj, mutated, err = c.MutatingPolicies.Admit(ctx, a, false)
+		observe(ctx, start, err, a, "admit", plugins.MutatingAdmissionPolicy)
+		if err != nil {
 			return nil, err
 		}
 		if mutated {
@@ -89,7 +125,9 @@ func (c *Chain) admit(ctx context.Context, a admission.Attributes) (runtime.Obje
 		return obj, nil
 	}
 	before := obj
+	start := time.Now()
 	obj, err := c.MutatingWebhooks.Admit(ctx, a)
+	observe(ctx, start, err, a, "admit", plugins.MutatingAdmissionWebhook)
 	if err != nil {
 		return nil, err
 	}
@@ -129,19 +167,28 @@ func (c *Chain) validate(ctx context.Context, a admission.Attributes) error {
 		}
 	}
 	if c.Policies != nil {
-		if err := c.Policies.Validate(ctx, a); err != nil {
+		start := time.Now()
+		err := c.Policies.Validate(ctx, a)
+		observe(ctx, start, err, a, "validate", plugins.ValidatingAdmissionPolicy)
+		if err != nil {
 			return err
 		}
 	}
 	if c.ValidatingWebhooks != nil {
-		if err := c.ValidatingWebhooks.Validate(ctx, a); err != nil {
+		start := time.Now()
+		err := c.ValidatingWebhooks.Validate(ctx, a)
+		observe(ctx, start, err, a, "validate", plugins.ValidatingAdmissionWebhook)
+		if err != nil {
 			return err
 		}
 	}
 	if c.ResourceQuota == nil {
 		return nil
 	}
-	return c.ResourceQuota.Validate(ctx, a)
+	start := time.Now()
+	err := c.ResourceQuota.Validate(ctx, a)
+	observe(ctx, start, err, a, "validate", plugins.ResourceQuota)
+	return err
 }
 
 // installPodPlugins adds the enabled built-in plugins that concern pods and their volumes, in
@@ -154,27 +201,30 @@ func installPodPlugins(chain *Chain, local *registry.Client, on func(string) boo
 	}{{plugins.LimitRanger, limits}, {plugins.ServiceAccount, serviceaccount.New(local)}, {plugins.Priority, prio},
 		{plugins.DefaultTolerationSeconds, defaults.DefaultTolerationSeconds{}}} {
 		if on(m.name) {
-			chain.Mutating = append(chain.Mutating, m.m)
+			chain.Mutating = append(chain.Mutating, namedMutator{m.name, m.m})
 		}
 	}
-	if storage, ingress := on(plugins.DefaultStorageClass), on(plugins.DefaultIngressClass); storage || ingress {
-		chain.Mutating = append(chain.Mutating, defaults.NewDefaultClasses(local, storage, ingress))
+	if on(plugins.DefaultStorageClass) {
+		chain.Mutating = append(chain.Mutating, namedMutator{plugins.DefaultStorageClass, defaults.NewDefaultClasses(local, true, false)})
+	}
+	if on(plugins.DefaultIngressClass) {
+		chain.Mutating = append(chain.Mutating, namedMutator{plugins.DefaultIngressClass, defaults.NewDefaultClasses(local, false, true)})
 	}
 	if on(plugins.StorageObjectInUseProtection) {
-		chain.Mutating = append(chain.Mutating, defaults.StorageObjectInUseProtection{})
+		chain.Mutating = append(chain.Mutating, namedMutator{plugins.StorageObjectInUseProtection, defaults.StorageObjectInUseProtection{}})
 	}
 	if on(plugins.Priority) {
-		chain.Validating = append(chain.Validating, prio)
+		chain.Validating = append(chain.Validating, namedValidator{plugins.Priority, prio})
 	}
 	if on(plugins.LimitRanger) {
-		chain.Validating = append(chain.Validating, limits)
+		chain.Validating = append(chain.Validating, namedValidator{plugins.LimitRanger, limits})
 	}
 	if on(plugins.PodSecurity) {
 		podSecurity, err := podsecurity.New(local)
 		if err != nil {
 			return err
 		}
-		chain.Validating = append(chain.Validating, podSecurity)
+		chain.Validating = append(chain.Validating, namedValidator{plugins.PodSecurity, podSecurity})
 	}
 	return nil
 }
@@ -223,7 +273,7 @@ func Install(b *backend.Backend, h *registry.Handler, config registry.Source, pa
 	mp := policy.NewMutatingPolicies(p)
 	chain := &Chain{}
 	if on(plugins.NamespaceLifecycle) {
-		chain.Mutating = append(chain.Mutating, namespacelifecycle.New(config))
+		chain.Mutating = append(chain.Mutating, namedMutator{plugins.NamespaceLifecycle, namespacelifecycle.New(config)})
 	}
 	if on(plugins.MutatingAdmissionPolicy) {
 		chain.MutatingPolicies = mp

@@ -13,7 +13,10 @@ import (
 	"github.com/apichain/apichain/pkg/audit"
 	"github.com/apichain/apichain/pkg/caller"
 	"github.com/apichain/apichain/pkg/rpcstatus"
+	"github.com/apichain/apichain/pkg/spans"
 	"github.com/apichain/apichain/pkg/user"
+	"go.opentelemetry.io/otel/attribute"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -73,7 +76,45 @@ func (b *Backend) unaryInterceptor(ctx context.Context, req any, info *grpc.Unar
 	}
 	defer done()
 	defer b.finish(ctx, info.FullMethod, time.Now(), &err)
+	if name := handlerSpans[info.FullMethod]; name != "" && spans.Recording(ctx) {
+		var span oteltrace.Span
+		ctx, span = spans.Start(ctx, name, handlerAttributes(ctx, name, req)...)
+		defer span.End()
+	}
 	return h(ctx, req)
+}
+
+// handlerSpans name the span of a resource method as kube's handlers name theirs; its events
+// (decoding, admission, storage, the response) are kube's too.
+var handlerSpans = map[string]string{
+	resourcev1.ResourceService_Get_FullMethodName:              "Get",
+	resourcev1.ResourceService_List_FullMethodName:             "List",
+	resourcev1.ResourceService_Create_FullMethodName:           "Create",
+	resourcev1.ResourceService_Update_FullMethodName:           "Update",
+	resourcev1.ResourceService_Patch_FullMethodName:            "Patch",
+	resourcev1.ResourceService_Delete_FullMethodName:           "Delete",
+	resourcev1.ResourceService_DeleteCollection_FullMethodName: "Delete",
+}
+
+// handlerAttributes are the attributes of kube's handler spans that a backend knows (the
+// gateway's request span has the rest: the client, URL, protocol and user agent); scope is
+// kube's CleanScope.
+func handlerAttributes(ctx context.Context, name string, req any) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{attribute.String("audit-id", audit.IDFrom(ctx))}
+	if r, ok := req.(interface {
+		GetRef() *resourcev1.ResourceRef
+	}); ok {
+		ref := r.GetRef()
+		scope := "cluster"
+		switch {
+		case ref.GetName() != "" || name == "Create":
+			scope = "resource"
+		case ref.GetNamespace() != "":
+			scope = "namespace"
+		}
+		attrs = append(attrs, attribute.String("resource", ref.GetResource()), attribute.String("scope", scope))
+	}
+	return attrs
 }
 
 // finish ends a request: a handler panic becomes a 500 Status for that request alone, as

@@ -2,6 +2,9 @@ package registry
 
 import (
 	"context"
+	"github.com/apichain/apichain/pkg/spans"
+	"go.opentelemetry.io/otel/attribute"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/rpcstatus"
@@ -143,6 +146,8 @@ func (h *Handler) admit(ctx context.Context, a admission.Attributes) (runtime.Ob
 	if h.admission == nil {
 		return a.GetObject(), nil
 	}
+	ctx, span := admissionSpan(ctx, "Mutating admission", a)
+	defer span.End()
 	return h.admission.Admit(ctx, a)
 }
 
@@ -151,7 +156,20 @@ func (h *Handler) validateAdmission(ctx context.Context, a admission.Attributes)
 	if h.admission == nil {
 		return nil
 	}
+	ctx, span := admissionSpan(ctx, "Validating admission", a)
+	defer span.End()
 	return h.admission.Validate(ctx, a)
+}
+
+// admissionSpan is the span of one admission step (kube's admit or validate; the webhooks'
+// calls are its children). kube's handlers have no span of their own for it, only the
+// step's metric.
+func admissionSpan(ctx context.Context, name string, a admission.Attributes) (context.Context, oteltrace.Span) {
+	if !spans.Recording(ctx) {
+		return spans.Start(ctx, name)
+	}
+	return spans.Start(ctx, name, attribute.String("operation", string(a.GetOperation())),
+		attribute.Stringer("resource", a.GetResource()), attribute.String("subresource", a.GetSubresource()))
 }
 
 // updateAttributes describes an update of ref's object from old to obj (full objects; a scale

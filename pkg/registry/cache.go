@@ -105,9 +105,10 @@ type cacheSnapshot struct {
 // resourceVersion 0 or "" (every page of a paginated one) and watches from recent versions do
 // not each hit etcd.
 type watchCache struct {
-	h   *Handler
-	r   *Resource
-	log *slog.Logger
+	h       *Handler
+	r       *Resource
+	log     *slog.Logger
+	metrics *cacheMetrics
 
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced on every revision change
@@ -127,7 +128,7 @@ type cacheWatcher struct {
 }
 
 func newWatchCache(h *Handler, r *Resource, log *slog.Logger) *watchCache {
-	return &watchCache{h: h, r: r, log: log, changed: make(chan struct{}), objects: newObjectTree(),
+	return &watchCache{h: h, r: r, log: log, metrics: newCacheMetrics(r.GroupResource()), changed: make(chan struct{}), objects: newObjectTree(),
 		watchers: map[*cacheWatcher]struct{}{}, snapshots: map[int64]*cacheSnapshot{}}
 }
 
@@ -153,32 +154,23 @@ func (c *watchCache) stream(ctx context.Context) context.Context {
 }
 
 func (c *watchCache) sync(ctx context.Context) error {
+	start := time.Now()
 	// The watch first, from the present, then the list at the revision it starts after: a
 	// list first would leave the watch behind etcd's revision, and etcd answers no progress
 	// request until its next sync (100 ms) catches it up, so consistent reads would wait.
 	wctx, cancel := context.WithCancel(c.stream(ctx))
 	defer cancel()
-	rev, events, err := c.h.store.WatchNow(wctx, prefix(c.r, ""))
+	rev, events, page, objects, err := c.initialize(ctx, wctx)
+	c.metrics.initialized(start, err)
 	if err != nil {
 		return err
-	}
-	page, err := c.h.store.List(ctx, prefix(c.r, ""), rev, "", 0)
-	if err != nil {
-		return err
-	}
-	objects := newObjectTree()
-	for _, kv := range page.KVs {
-		obj, err := c.h.decodeStored(c.r, kv.Value, kv.ModRevision)
-		if err != nil {
-			return err
-		}
-		objects.ReplaceOrInsert(cacheEntry{key: kv.Key, obj: obj, enc: &encodings{}})
 	}
 	c.mu.Lock()
 	c.objects, c.rev, c.ready, c.events = objects, page.Revision, true, nil
 	c.notifyLocked()
 	c.mu.Unlock()
 	countObjects(c.r, objects.Len())
+	c.metrics.revision(page.Revision)
 	c.log.Info("Caches are synced", "resource", c.r.GroupResource().String(), "objects", objects.Len(), "resourceVersion", page.Revision)
 	// A watch that etcd ends (its member lost the leader, the connection broke) is taken up
 	// again from the cache's revision, so the cache and its watchers ride through it; only a
@@ -211,16 +203,39 @@ func (c *watchCache) sync(ctx context.Context) error {
 	}
 }
 
+// initialize starts the cache's watch (under wctx) and lists what it starts after.
+func (c *watchCache) initialize(ctx, wctx context.Context) (int64, <-chan storage.Event, *storage.ListResult, *objectTree, error) {
+	rev, events, err := c.h.store.WatchNow(wctx, prefix(c.r, ""))
+	if err != nil {
+		return 0, nil, nil, nil, err
+	}
+	page, err := c.h.store.List(ctx, prefix(c.r, ""), rev, "", 0)
+	if err != nil {
+		return 0, nil, nil, nil, err
+	}
+	objects := newObjectTree()
+	for _, kv := range page.KVs {
+		obj, err := c.h.decodeStored(c.r, kv.Value, kv.ModRevision)
+		if err != nil {
+			return 0, nil, nil, nil, err
+		}
+		objects.ReplaceOrInsert(cacheEntry{key: kv.Key, obj: obj, enc: &encodings{}})
+	}
+	return rev, events, page, objects, nil
+}
+
 func (c *watchCache) apply(ev storage.Event) error {
 	if ev.Type == storage.Progress {
 		c.mu.Lock()
 		if ev.ModRevision > c.rev {
 			c.rev = ev.ModRevision
 			c.notifyLocked()
+			c.metrics.revision(ev.ModRevision)
 		}
 		c.mu.Unlock()
 		return nil
 	}
+	c.metrics.received.Inc()
 	obj, err := c.h.decodeStored(c.r, ev.Value, ev.ModRevision)
 	if err != nil {
 		return err
@@ -254,6 +269,8 @@ func (c *watchCache) apply(ev storage.Event) error {
 		}
 	}
 	c.notifyLocked()
+	c.metrics.dispatched.Inc()
+	c.metrics.revision(ev.ModRevision)
 	return nil
 }
 
@@ -304,6 +321,12 @@ func (c *watchCache) waitFresh(ctx context.Context, rev uint64, timeout time.Dur
 	retry := time.NewTicker(progressRetry)
 	defer retry.Stop()
 	asked, expired := false, false
+	start, waited := time.Now(), false
+	defer func() {
+		if waited {
+			c.metrics.readWait.Observe(time.Since(start).Seconds())
+		}
+	}()
 	for {
 		c.mu.Lock()
 		ready, current, changed := c.ready, c.rev, c.changed
@@ -316,6 +339,7 @@ func (c *watchCache) waitFresh(ctx context.Context, rev uint64, timeout time.Dur
 		case expired:
 			return tooLargeResourceVersion(rev, uint64(current), resourceVersionTooHighRetrySeconds)
 		}
+		waited = true
 		if ready && !asked {
 			asked = true
 			_ = c.h.store.RequestProgress(c.stream(ctx))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/apichain/apichain/pkg/spans"
 	"mime"
 	"net/http"
 	"strconv"
@@ -76,10 +77,13 @@ func (h *Handler) Delete(ctx context.Context, req *resourcev1.DeleteRequest) (*r
 	if err != nil {
 		return nil, toGRPC(err)
 	}
+	spans.Event(ctx, "About to delete object from database")
 	obj, deleted, err := h.delete(ctx, r, req.GetRef(), opts, dryRun)
 	if err != nil {
 		return nil, toGRPC(err)
 	}
+	spans.Event(ctx, "Object deleted from database")
+	spans.Event(ctx, "About to write a response")
 	body, err := h.respond(r, obj, req.GetEncoding())
 	if err != nil {
 		return nil, toGRPC(err)

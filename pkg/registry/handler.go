@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"github.com/apichain/apichain/pkg/spans"
 	"slices"
 	"strings"
 	"sync"
@@ -134,6 +135,7 @@ func (h *Handler) Get(ctx context.Context, req *resourcev1.GetRequest) (*resourc
 	if err != nil {
 		return nil, toGRPC(err)
 	}
+	spans.Event(ctx, "About to Get from storage")
 	obj, err := h.get(ctx, r, req.GetRef().GetNamespace(), req.GetRef().GetName(), req.GetResourceVersion())
 	if err != nil {
 		return nil, toGRPC(err)
@@ -143,6 +145,7 @@ func (h *Handler) Get(ctx context.Context, req *resourcev1.GetRequest) (*resourc
 			return nil, toGRPC(err)
 		}
 	}
+	spans.Event(ctx, "About to write a response")
 	body, err := h.respond(r, obj, req.GetEncoding())
 	if err != nil {
 		return nil, toGRPC(err)

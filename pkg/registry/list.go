@@ -150,7 +150,7 @@ func (res *listResult) owned() []runtime.Object {
 }
 
 // list reads matching objects under one namespace (or all) as one consistent snapshot page.
-func (h *Handler) list(ctx context.Context, r *Resource, namespace string, opts *resourcev1.ListOptions, limit int64, cont string) (*listResult, error) {
+func (h *Handler) list(ctx context.Context, r *Resource, namespace string, opts *resourcev1.ListOptions, limit int64, cont string) (_ *listResult, err error) {
 	if r.Computed != nil {
 		items, err := r.Computed(ctx)
 		return &listResult{items: items}, err
@@ -164,9 +164,20 @@ func (h *Handler) list(ctx context.Context, r *Resource, namespace string, opts 
 		return nil, err
 	}
 	keyPrefix := prefix(r, namespace)
-	if res, ok := h.listFromCache(ctx, r, keyPrefix, sel, opts, rv, limit, cont); ok {
+	res, ok, consistent := h.listFromCache(ctx, r, keyPrefix, sel, opts, rv, limit, cont)
+	if consistent {
+		defer func() { recordConsistentRead(r.GroupResource(), err == nil, !ok) }()
+	}
+	if ok {
 		return res, nil
 	}
+	res, err = h.listEtcd(ctx, r, keyPrefix, sel, opts, rv, limit, cont)
+	return res, err
+}
+
+// listEtcd reads a list page from etcd.
+func (h *Handler) listEtcd(ctx context.Context, r *Resource, keyPrefix string, sel selector, opts *resourcev1.ListOptions, rv, limit int64, cont string) (*listResult, error) {
+	var err error
 	var atRev int64
 	startKey := ""
 	switch {
@@ -187,6 +198,8 @@ func (h *Handler) list(ctx context.Context, r *Resource, namespace string, opts 
 	}
 	res := &listResult{items: []runtime.Object{}}
 	var corruptKeys, corrupt []string // kube reads on past undecodable objects, then reports them
+	fetched, evaluated := 0, 0
+	defer func() { recordList(r.GroupResource(), fromEtcd, fetched, evaluated, len(res.items)) }()
 	for {
 		want := int64(0)
 		if limit > 0 {
@@ -205,6 +218,7 @@ func (h *Handler) list(ctx context.Context, r *Resource, namespace string, opts 
 				return nil, tooLargeResourceVersion(uint64(rv), uint64(atRev), resourceVersionTooHighRetrySeconds)
 			}
 		}
+		fetched += len(page.KVs)
 		for _, kv := range page.KVs {
 			startKey = kv.Key
 			obj, err := h.decodeStored(r, kv.Value, kv.ModRevision)
@@ -215,6 +229,7 @@ func (h *Handler) list(ctx context.Context, r *Resource, namespace string, opts 
 				}
 				continue
 			}
+			evaluated++
 			if sel.matches(r, obj) {
 				res.items = append(res.items, obj)
 			}
@@ -420,48 +435,50 @@ func spliceItemsProtobuf(empty []byte, res *listResult) ([]byte, error) {
 // from the cache, as in kube 1.34+: the first page's snapshot of the cache is kept, and its
 // continue token names that revision, so the next pages read the same snapshot while the
 // cache moves on. A continuation whose snapshot is gone (or that etcd's first page began)
-// reads etcd at its revision, and Exact lists go to etcd.
-func (h *Handler) listFromCache(ctx context.Context, r *Resource, keyPrefix string, sel selector, opts *resourcev1.ListOptions, rv, limit int64, cont string) (*listResult, bool) {
+// reads etcd at its revision, and Exact lists go to etcd. consistent says the list was a
+// consistent read the cache was asked for (kube counts those, and whether etcd served them).
+func (h *Handler) listFromCache(ctx context.Context, r *Resource, keyPrefix string, sel selector, opts *resourcev1.ListOptions, rv, limit int64, cont string) (res *listResult, ok, consistent bool) {
 	c := h.cache(r)
 	if c == nil || opts.GetResourceVersionMatch() == string(metav1.ResourceVersionMatchExact) {
-		return nil, false
+		return nil, false, false
 	}
 	if cont != "" {
 		if opts.GetResourceVersion() != "" && opts.GetResourceVersion() != "0" {
-			return nil, false // etcd's path refuses it
+			return nil, false, false // etcd's path refuses it
 		}
 		rev, startKey, err := decodeContinue(cont, keyPrefix)
 		if err != nil {
-			return nil, false
+			return nil, false, false
 		}
 		t, ok := c.snapshotAt(rev)
 		if !ok {
-			return nil, false
+			return nil, false, false
 		}
-		return page(r, t, rev, keyPrefix, startKey, sel, limit), true
+		return page(r, t, rev, keyPrefix, startKey, sel, limit), true, false
 	}
 	switch {
 	case opts.GetResourceVersion() == "0":
 		limit = 0
 	case rv > 0:
 		if c.waitFresh(ctx, uint64(rv), blockTimeout) != nil {
-			return nil, false
+			return nil, false, false
 		}
 	default:
+		consistent = true
 		current, err := h.store.CurrentRevision(ctx)
 		if err != nil || c.waitFresh(ctx, uint64(current), consistentReadTimeout) != nil {
-			return nil, false
+			return nil, false, true
 		}
 	}
 	t, rev, err := c.snapshot()
 	if err != nil {
-		return nil, false
+		return nil, false, consistent
 	}
-	res := page(r, t, rev, keyPrefix, "", sel, limit)
+	res = page(r, t, rev, keyPrefix, "", sel, limit)
 	if res.cont != "" {
 		c.keepSnapshot(rev, t)
 	}
-	return res, true
+	return res, true, consistent
 }
 
 // page reads, as the list at revision rev, up to limit objects of t (0: all) under keyPrefix
@@ -476,6 +493,7 @@ func page(r *Resource, t *objectTree, rev int64, keyPrefix, startAfter string, s
 	}
 	var lastKey string
 	var remaining int64
+	fetched := 0
 	t.AscendGreaterOrEqual(cacheEntry{key: from}, func(e cacheEntry) bool {
 		if !strings.HasPrefix(e.key, keyPrefix) {
 			return false
@@ -484,6 +502,7 @@ func page(r *Resource, t *objectTree, rev int64, keyPrefix, startAfter string, s
 			remaining++
 			return sel.empty() // only an unfiltered list counts the rest
 		}
+		fetched++
 		if sel.matches(r, e.obj) {
 			res.items = append(res.items, e.obj)
 			res.encoded = append(res.encoded, e.enc)
@@ -491,6 +510,7 @@ func page(r *Resource, t *objectTree, rev int64, keyPrefix, startAfter string, s
 		}
 		return true
 	})
+	recordList(r.GroupResource(), fromWatchCache, fetched, 0, len(res.items))
 	if remaining > 0 {
 		res.cont = encodeContinue(rev, lastKey, keyPrefix)
 		if sel.empty() {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/apichain/apichain/pkg/spans"
+	"go.opentelemetry.io/otel/attribute"
 	"mime"
 	"net/http"
 	"strconv"
@@ -97,14 +99,19 @@ func (h *Handler) Create(ctx context.Context, req *resourcev1.CreateRequest) (*r
 		return resp, toGRPC(err)
 	}
 	obj := r.New()
+	spans.Event(ctx, "About to convert to expected version")
 	if err := h.decodeBody(ctx, r, req.GetBody(), req.GetOptions(), obj); err != nil {
 		return nil, toGRPC(err)
 	}
+	spans.Event(ctx, "Conversion done")
 	ctx = withManager(ctx, managerOrUserAgent(ctx, req.GetOptions().GetFieldManager()))
+	spans.Event(ctx, "About to store object in database")
 	created, err := h.create(ctx, r, req.GetRef().GetNamespace(), obj, isDryRun(req.GetOptions().GetDryRun()))
+	writeEvent(ctx, err)
 	if err != nil {
 		return nil, toGRPC(err)
 	}
+	spans.Event(ctx, "About to write a response")
 	body, err := h.respond(r, created, req.GetEncoding())
 	if err != nil {
 		return nil, toGRPC(err)
@@ -226,23 +233,37 @@ func (h *Handler) Update(ctx context.Context, req *resourcev1.UpdateRequest) (*r
 		in = sc
 	} else {
 		in = r.New()
+		spans.Event(ctx, "About to convert to expected version")
 		if err := h.decodeBody(ctx, r, req.GetBody(), req.GetOptions(), in); err != nil {
 			return nil, toGRPC(err)
 		}
+		spans.Event(ctx, "Conversion done")
 	}
 	ctx = withManager(ctx, managerOrUserAgent(ctx, req.GetOptions().GetFieldManager()))
+	spans.Event(ctx, "About to store object in database")
 	out, err := h.update(ctx, r, req.GetRef(), isDryRun(req.GetOptions().GetDryRun()), func(current runtime.Object) (runtime.Object, error) {
 		// A copy per attempt: merge and update set metadata on what this returns, and a
 		// retried unconditional update must not see the last attempt's resourceVersion.
 		return in.DeepCopyObject(), nil
 	})
+	writeEvent(ctx, err)
 	if err != nil {
 		return nil, toGRPC(err)
 	}
-	return h.writeResponse(r, sub, out, req.GetEncoding())
+	return h.writeResponse(ctx, r, sub, out, req.GetEncoding())
 }
 
-func (h *Handler) writeResponse(r *Resource, sub string, obj runtime.Object, enc *resourcev1.Encoding) (*resourcev1.UpdateResponse, error) {
+// writeEvent is kube's span event for a write's outcome.
+func writeEvent(ctx context.Context, err error) {
+	if err != nil {
+		spans.Event(ctx, "Write to database call failed", attribute.String("err", err.Error()))
+	} else {
+		spans.Event(ctx, "Write to database call succeeded")
+	}
+}
+
+func (h *Handler) writeResponse(ctx context.Context, r *Resource, sub string, obj runtime.Object, enc *resourcev1.Encoding) (*resourcev1.UpdateResponse, error) {
+	spans.Event(ctx, "About to write a response")
 	if sub == "scale" {
 		sc, err := toScale(r, obj)
 		if err != nil {
@@ -590,8 +611,9 @@ func (h *Handler) Patch(ctx context.Context, req *resourcev1.PatchRequest) (*res
 	if err != nil {
 		return nil, toGRPC(err)
 	}
+	spans.Event(ctx, "Object stored in database")
 	AddWarnings(ctx, warnings...)
-	resp, err := h.writeResponse(r, sub, out, req.GetEncoding())
+	resp, err := h.writeResponse(ctx, r, sub, out, req.GetEncoding())
 	if err != nil {
 		return nil, err
 	}

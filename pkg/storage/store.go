@@ -62,9 +62,11 @@ type KV struct {
 
 // Get reads key. rev 0 reads the latest.
 func (s *Store) Get(ctx context.Context, key string, rev int64) (*KV, int64, error) {
+	ctx, span := startSpan(ctx, "Get etcd3", key)
 	start := time.Now()
 	r0, r1, err := s.get(ctx, key, rev)
 	recordRequest("get", key, err, start)
+	endSpan(span, "Get", err)
 	return r0, r1, err
 }
 
@@ -91,9 +93,11 @@ func (s *Store) get(ctx context.Context, key string, rev int64) (*KV, int64, err
 // found by the next is this create's if it was created with this value (values hold the
 // object's UID, so another create's differs).
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	ctx, span := startSpan(ctx, "Create etcd3", key)
 	start := time.Now()
 	r0, err := s.create(ctx, key, value)
 	recordRequest("create", key, err, start)
+	endSpan(span, "Txn", err)
 	return r0, err
 }
 
@@ -129,9 +133,11 @@ func (s *Store) create(ctx context.Context, key string, value []byte) (int64, er
 // a try, a failed condition may be that try's write: it was if the key's first change after
 // expected wrote this value.
 func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64) (int64, error) {
+	ctx, span := startSpan(ctx, "GuaranteedUpdate etcd3", key)
 	start := time.Now()
 	r0, err := s.update(ctx, key, value, expected)
 	recordRequest("update", key, err, start)
+	endSpan(span, "Txn", err)
 	return r0, err
 }
 
@@ -149,9 +155,11 @@ func (s *Store) update(ctx context.Context, key string, value []byte, expected i
 // the answer to a try, a failed condition may be that try's delete: it was if the key's first
 // change after expected deleted it.
 func (s *Store) Delete(ctx context.Context, key string, expected int64) (int64, error) {
+	ctx, span := startSpan(ctx, "Delete etcd3", key)
 	start := time.Now()
 	r0, err := s.delete(ctx, key, expected)
 	recordRequest("delete", key, err, start)
+	endSpan(span, "Txn", err)
 	return r0, err
 }
 
@@ -251,9 +259,11 @@ type ListResult struct {
 // when given), at most limit keys (0: all). Pages of one list use the same revision, so they
 // form a consistent snapshot.
 func (s *Store) List(ctx context.Context, prefix string, rev int64, startKey string, limit int64) (*ListResult, error) {
+	ctx, span := startSpan(ctx, "List(recursive=true) etcd3", prefix)
 	start := time.Now()
 	res, err := s.list(ctx, prefix, rev, startKey, limit)
 	recordRequest("list", prefix, err, start)
+	endSpan(span, "List", err)
 	return res, err
 }
 

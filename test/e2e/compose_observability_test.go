@@ -203,8 +203,9 @@ func (s *stack) checkProcessMetrics(t *testing.T) {
 	}
 	common := []string{"go_goroutines", "process_cpu_seconds_total"}
 	for svc, want := range map[string][]string{
-		"gateway":    append([]string{"apiserver_request_total", "apiserver_request_duration_seconds", "apiserver_flowcontrol_dispatched_requests_total"}, common...),
-		"core":       append([]string{"etcd_requests_total", "etcd_request_duration_seconds"}, common...),
+		"gateway": append([]string{"apiserver_request_total", "apiserver_request_duration_seconds", "apiserver_flowcontrol_dispatched_requests_total"}, common...),
+		"core": append([]string{"etcd_requests_total", "etcd_request_duration_seconds", "apiserver_resource_objects",
+			"watch_cache_capacity", "apiserver_watch_cache_initializations_total", "apiserver_storage_list_total"}, common...),
 		"extensions": append([]string{"etcd_requests_total", "etcd_request_duration_seconds"}, common...),
 		"aggregator": append([]string{"etcd_requests_total", "aggregator_unavailable_apiservice"}, common...),
 	} {

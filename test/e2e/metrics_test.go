@@ -65,8 +65,22 @@ func TestMetricFamiliesMatchKube(t *testing.T) {
 		"apiserver_request_total", "apiserver_request_duration_seconds",
 		"etcd_request_duration_seconds", "etcd_requests_total", "apiserver_resource_objects",
 		"apiserver_watch_events_total", "apiserver_watch_events_sizes",
-		"apiserver_admission_step_admission_duration_seconds",
+		"apiserver_admission_step_admission_duration_seconds", "apiserver_admission_controller_admission_duration_seconds",
 		"apiserver_flowcontrol_dispatched_requests_total", "aggregator_unavailable_apiservice",
 		"go_goroutines", "process_cpu_seconds_total",
+		// the lists: kubectl's consistent list, served by the watch cache, and the cache's own
+		// initial list from etcd.
+		"apiserver_storage_list_total", "apiserver_storage_list_fetched_objects_total",
+		"apiserver_storage_list_evaluated_objects_total", "apiserver_storage_list_returned_objects_total",
+		"apiserver_watch_cache_consistent_read_total",
+		// the watch caches.
+		"watch_cache_capacity", "apiserver_watch_cache_initializations_total",
+		"apiserver_watch_cache_initialization_duration_seconds", "apiserver_watch_cache_resource_version",
+		"apiserver_watch_cache_events_received_total", "apiserver_watch_cache_events_dispatched_total",
 	})
+	// kubectl's list was a consistent read served by the cache, counted with kube's labels.
+	assert.Regexp(t, `apiserver_watch_cache_consistent_read_total\{fallback="false",group="",resource="configmaps",success="true"\} [1-9]`, body)
+	assert.Regexp(t, `apiserver_storage_list_returned_objects_total\{group="",resource="configmaps",storage="watchcache"\} [1-9]`, body)
+	assert.Regexp(t, `apiserver_admission_controller_admission_duration_seconds_count\{name="NamespaceLifecycle",operation="CREATE",rejected="false",type="admit"\} [1-9]`, body)
+	assert.Regexp(t, `watch_cache_capacity\{group="",resource="configmaps"\} 1024`, body)
 }

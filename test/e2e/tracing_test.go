@@ -128,6 +128,30 @@ func TestTracingAcrossProcesses(t *testing.T) {
 	assert.Equal(t, "CREATE", webhook.Attributes["operation"])
 	write := find("core", etcdWrite)
 	assert.True(t, ancestor(served, write), "the etcd write is inside core's handling")
+	// Inside core's gRPC span, kube's handler span, with kube's events for decoding, storing
+	// and responding; each admission step's span (the webhook call inside the mutating one);
+	// and kube's storage span around the etcd client's call.
+	handler := find("core", "Create")
+	require.NotNil(t, handler, "kube's Create handler span")
+	assert.Equal(t, served.SpanID, handler.ParentSpanID, "the handler span is the child of core's gRPC span")
+	assert.Equal(t, auditID, handler.Attributes["audit-id"])
+	assert.Equal(t, "configmaps", handler.Attributes["resource"])
+	assert.Equal(t, "resource", handler.Attributes["scope"])
+	assert.Subset(t, handler.Events, []string{"About to convert to expected version", "Conversion done", "About to store object in database",
+		"Write to database call succeeded", "About to write a response"})
+	mutating, validating := find("core", "Mutating admission"), find("core", "Validating admission")
+	require.NotNil(t, mutating, "the mutating admission step's span")
+	require.NotNil(t, validating, "the validating admission step's span")
+	assert.True(t, ancestor(handler, mutating) && ancestor(handler, validating), "admission runs inside the handler")
+	assert.True(t, ancestor(mutating, webhook), "the webhook call is inside mutating admission")
+	assert.Equal(t, "CREATE", mutating.Attributes["operation"])
+	stored := find("core", "Create etcd3")
+	require.NotNil(t, stored, "kube's storage span")
+	assert.True(t, ancestor(handler, stored), "the storage call is inside the handler")
+	assert.True(t, ancestor(stored, write), "the etcd client's call is inside the storage span")
+	assert.Equal(t, "configmaps", stored.Attributes["resource"])
+	assert.Contains(t, stored.Attributes["key"], "/traced/traced")
+	assert.Contains(t, stored.Events, "Txn call succeeded")
 	assert.True(t, slices.ContainsFunc(wh.receivedTraceparents("/mutate"), func(tp string) bool { return strings.Contains(tp, traceID) }),
 		"the webhook received the trace context")
 

@@ -22,6 +22,8 @@ type Span struct {
 	Resource map[string]string
 	// Attributes are the span's own.
 	Attributes map[string]string
+	// Events are the names of its events, in order.
+	Events []string
 }
 
 // Receiver keeps the spans it receives.
@@ -56,8 +58,12 @@ func (r *Receiver) Export(_ context.Context, req *coltracepb.ExportTraceServiceR
 		res := attrs(rs.GetResource().GetAttributes())
 		for _, ss := range rs.GetScopeSpans() {
 			for _, s := range ss.GetSpans() {
+				var events []string
+				for _, e := range s.GetEvents() {
+					events = append(events, e.GetName())
+				}
 				r.spans = append(r.spans, Span{TraceID: hex.EncodeToString(s.GetTraceId()), SpanID: hex.EncodeToString(s.GetSpanId()),
-					ParentSpanID: hex.EncodeToString(s.GetParentSpanId()), Name: s.GetName(), Resource: res, Attributes: attrs(s.GetAttributes())})
+					ParentSpanID: hex.EncodeToString(s.GetParentSpanId()), Name: s.GetName(), Resource: res, Attributes: attrs(s.GetAttributes()), Events: events})
 			}
 		}
 	}
