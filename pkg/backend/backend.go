@@ -18,7 +18,6 @@ import (
 	"github.com/apichain/apichain/pkg/admission/plugins"
 	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/controller"
-	"github.com/apichain/apichain/pkg/healthz"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/metrics"
 	"github.com/apichain/apichain/pkg/registry"
@@ -140,7 +139,7 @@ func New(opts *Options, served []*discoveryv1.GroupVersion, nc *nats.Conn, log *
 		}
 	}
 
-	srv.AddHealthChecks(healthz.NamedCheck("etcd", storage.HealthCheck(etcd)))
+	srv.AddHealthChecks(storage.HealthCheck(etcd))
 	if err := srv.AddPostStartHook("storage-readiness", func(ctx context.Context) error {
 		return storage.WaitReady(ctx, etcd)
 	}); err != nil {

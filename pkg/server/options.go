@@ -10,4 +10,6 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"During shutdown keep the listener open until in-flight requests drained, answering new requests with 429 and Retry-After.")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", o.ShutdownTimeout, "Upper bound for draining in-flight requests.")
 	fs.DurationVar(&o.LivezGracePeriod, "livez-grace-period", o.LivezGracePeriod, "Time after start during which livez checks pass regardless.")
+	fs.DurationVar(&o.TestingSlowHook, "testing-slow-post-start-hook", 0, "For tests: a post-start hook, testing-slow-hook, that takes this long.")
+	_ = fs.MarkHidden("testing-slow-post-start-hook")
 }

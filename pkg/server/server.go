@@ -28,6 +28,8 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// LivezGracePeriod is how long livez checks pass regardless after start.
 	LivezGracePeriod time.Duration
+	// TestingSlowHook adds a post-start hook that takes this long (tests of diagnosis).
+	TestingSlowHook time.Duration
 }
 
 // DefaultOptions are kube-apiserver's defaults where it has them.
@@ -105,6 +107,16 @@ func New(name string, opts Options, log *slog.Logger) *Server {
 	s.livez = []healthz.Checker{healthz.PingHealthz}
 	s.readyz = []healthz.Checker{healthz.PingHealthz}
 	s.shutdownCheck = healthz.SignalCheck("shutdown", s.signals.ShutdownInitiated.Signaled(), errors.New("process is shutting down"))
+	if d := opts.TestingSlowHook; d > 0 {
+		_ = s.AddPostStartHook("testing-slow-hook", func(ctx context.Context) error {
+			select {
+			case <-time.After(d):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}
 	return s
 }
 

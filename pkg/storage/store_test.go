@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"github.com/apichain/apichain/pkg/healthz"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -55,7 +56,11 @@ func TestReadiness(t *testing.T) {
 	defer cancel()
 	require.NoError(t, Ping(ctx, testClient))
 	require.NoError(t, WaitReady(ctx, testClient))
-	require.NoError(t, HealthCheck(testClient)(httptest.NewRequest("GET", "/readyz", nil)))
+	check := HealthCheck(testClient)
+	assert.Equal(t, "etcd", check.Name())
+	assert.Empty(t, check.(healthz.Noter).Note(), "no round trip measured yet")
+	require.NoError(t, check.Check(httptest.NewRequest("GET", "/readyz", nil)))
+	assert.Regexp(t, `^round trip [0-9.]+(µs|ms|s)$`, check.(healthz.Noter).Note())
 
 	// A port that was free a moment ago: nothing answers there.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -13,6 +13,7 @@ import (
 	"github.com/apichain/apichain/pkg/admission/plugins"
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/pkg/certs"
+	"github.com/apichain/apichain/pkg/diagnose"
 	"github.com/apichain/apichain/pkg/embedded"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/process"
@@ -115,6 +116,7 @@ func NewCommand(serving func(url, kubeconfig string)) *cobra.Command {
 		_ = fs.MarkHidden(name)
 	}
 	fs.Lookup("nats-url").Usage = "NATS URL (default: an embedded NATS server in --data-dir)."
+	cmd.AddCommand(diagnose.NewCommand())
 	return cmd
 }
 
@@ -138,6 +140,9 @@ func (a *allInOne) backendModule(svc backend.Service) process.Module {
 		bo.EtcdCAFile, bo.EtcdCertFile, bo.EtcdKeyFile = a.etcdCAFile, a.etcdCertFile, a.etcdKeyFile
 		if svc.Name == topology.Core && gw.SecurePort != 0 {
 			a.core.KubernetesServicePort = int32(gw.SecurePort) // the kubernetes Service's target
+		}
+		if svc.Name == topology.Core { // the test flag slows core's start, not the gateway's
+			bo.Generic.TestingSlowHook, gw.Generic.TestingSlowHook = gw.Generic.TestingSlowHook, 0
 		}
 		if svc.Name == topology.Aggregator && a.aggregator.ProxyClientCertFile == "" && a.aggregator.ProxyClientKeyFile == "" {
 			// The generated front-proxy client, which the gateway's requestheader CA signs.
