@@ -350,7 +350,10 @@ func TestEtcdTLSOptions(t *testing.T) {
 	require.NoError(t, opts.Validate())
 	cfg, err = opts.EtcdTLS()
 	require.NoError(t, err)
-	assert.Len(t, cfg.Certificates, 1)
+	require.NotNil(t, cfg.GetClientCertificate, "the client certificate, reloaded when its files change")
+	cert, err := cfg.GetClientCertificate(nil)
+	require.NoError(t, err)
+	assert.Equal(t, "apichain-backend", cert.Leaf.Subject.CommonName)
 	assert.NotNil(t, cfg.RootCAs)
 }
 

@@ -2,6 +2,7 @@ package certs
 
 import (
 	"bytes"
+	"crypto/tls"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -70,9 +71,11 @@ func TestKubeconfigAgainstServer(t *testing.T) {
 		}
 		_, _ = w.Write([]byte(r.TLS.PeerCertificates[0].Subject.CommonName))
 	}))
-	srv.TLS = serverCfg
-	srv.StartTLS()
+	// httptest's StartTLS would put its own certificate first; serve the config as it is.
+	srv.Listener = tls.NewListener(srv.Listener, serverCfg)
+	srv.Start()
 	defer srv.Close()
+	srv.URL = "https://" + srv.Listener.Addr().String()
 
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := WriteKubeconfig(path, srv.URL, mustRead(t, p.CAFile), mustRead(t, p.AdminCertFile), mustRead(t, p.AdminKeyFile)); err != nil {

@@ -38,7 +38,7 @@ func (l leafSpec) usable(ca *CA) (bool, error) {
 	}
 	// Renew near expiry, but not when the CA's own expiry is what caps the
 	// leaf: reissuing could not extend it and would churn on every start.
-	renewAt := time.Now().Add(renewBefore)
+	renewAt := time.Now().Add(RenewBefore)
 	if ca.Cert.NotAfter.Before(renewAt) {
 		renewAt = ca.Cert.NotAfter
 	}

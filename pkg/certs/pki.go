@@ -10,12 +10,15 @@ import (
 	"time"
 )
 
+// RenewBefore is how long before its expiry EnsurePKI and EnsureBundles reissue a leaf
+// certificate, so a start (or an init-pki run) in its last weeks does not leave a service with
+// an expiring one; init-pki's --renew-before sets it (a year or more renews every leaf now).
+// The processes reload reissued files without a restart.
+var RenewBefore = 30 * 24 * time.Hour
+
 const (
 	caValidity   = 10 * 365 * 24 * time.Hour
 	leafValidity = 365 * 24 * time.Hour
-	// renewBefore reissues leaves this long before expiry so a restart
-	// during the last weeks does not leave services with expiring certs.
-	renewBefore = 30 * 24 * time.Hour
 
 	caCommonName      = "apichain-ca"
 	servingCommonName = "apichain"

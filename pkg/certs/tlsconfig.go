@@ -13,15 +13,17 @@ import (
 // requests one (naming clientCAs as acceptable) and accepts whatever the client sends, as
 // kube-apiserver does: authentication verifies it, so a bad certificate is a 401 rather than
 // a failed handshake, and clients without one can still use a token or stay anonymous.
+//
+// The key pair is reloaded when its files change (KeyPair): new connections get the new one.
 func ServerTLSConfig(certFile, keyFile string, clientCAs *x509.CertPool, requireClientCert bool) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	pair, err := LoadKeyPair(certFile, keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("certs: load server key pair: %w", err)
 	}
 	cfg := &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		MinVersion:   tls.VersionTLS12,
-		NextProtos:   []string{"h2", "http/1.1"},
+		GetCertificate: pair.GetCertificate,
+		MinVersion:     tls.VersionTLS12,
+		NextProtos:     []string{"h2", "http/1.1"},
 	}
 	switch {
 	case clientCAs != nil && requireClientCert:
@@ -41,7 +43,8 @@ func ServerTLSConfig(certFile, keyFile string, clientCAs *x509.CertPool, require
 // ClientTLSConfig builds a client config. An empty caFile trusts the system
 // roots; certFile and keyFile are both empty (no client cert) or both set.
 // serverName overrides the name checked against the server's cert, which
-// matters when dialing an IP or a name not in the cert.
+// matters when dialing an IP or a name not in the cert. The client's key pair is reloaded when
+// its files change (KeyPair): new connections present the new one.
 func ClientTLSConfig(caFile, certFile, keyFile, serverName string) (*tls.Config, error) {
 	cfg := &tls.Config{
 		MinVersion: tls.VersionTLS12,
@@ -58,11 +61,11 @@ func ClientTLSConfig(caFile, certFile, keyFile, serverName string) (*tls.Config,
 		return nil, errors.New("certs: client cert and key must be given together")
 	}
 	if certFile != "" {
-		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		pair, err := LoadKeyPair(certFile, keyFile)
 		if err != nil {
 			return nil, fmt.Errorf("certs: load client key pair: %w", err)
 		}
-		cfg.Certificates = []tls.Certificate{cert}
+		cfg.GetClientCertificate = pair.GetClientCertificate
 	}
 	return cfg, nil
 }

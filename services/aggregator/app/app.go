@@ -4,7 +4,6 @@ package app
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/apichain/apichain/pkg/admission/configuration"
 	"github.com/apichain/apichain/pkg/apiregistration"
 	"github.com/apichain/apichain/pkg/backend"
+	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/registry/remote"
 	"github.com/apichain/apichain/pkg/topology"
@@ -93,13 +93,13 @@ func (o *Options) serveProxy(b *backend.Backend, apiservices *registry.Client, c
 	if err != nil {
 		return err
 	}
-	var cert *tls.Certificate
+	var cert *certs.KeyPair // reloaded when its files change
 	if o.ProxyClientCertFile != "" || o.ProxyClientKeyFile != "" {
-		c, err := tls.LoadX509KeyPair(o.ProxyClientCertFile, o.ProxyClientKeyFile)
+		c, err := certs.LoadKeyPair(o.ProxyClientCertFile, o.ProxyClientKeyFile)
 		if err != nil {
 			return fmt.Errorf("--proxy-client-cert-file/--proxy-client-key-file: %w", err)
 		}
-		cert = &c
+		cert = c
 	}
 	r, _ := apiservices.Lookup(apiregistration.SchemeGroupVersion.WithResource("apiservices"))
 	lookup := func(ctx context.Context, group, version string) (*apiregistration.APIService, error) {

@@ -23,6 +23,7 @@ import (
 
 	proxyv1 "github.com/apichain/apichain/gen/apichain/proxy/v1"
 	"github.com/apichain/apichain/pkg/apiregistration"
+	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/apichain/apichain/pkg/user"
 	oteltrace "go.opentelemetry.io/otel/trace"
@@ -47,7 +48,7 @@ type Server struct {
 	routed    bool
 	// clientCert is the front-proxy client certificate presented to aggregated servers (none:
 	// they see an unauthenticated client).
-	clientCert *tls.Certificate
+	clientCert *certs.KeyPair
 	// tracer traces each proxied call and carries the trace context to the aggregated
 	// server, as kube's aggregator does (nil: tracing is off).
 	tracer oteltrace.TracerProvider
@@ -73,7 +74,7 @@ const breakFor = 5 * time.Second
 // NewServer forwards to the servers lookup finds, presenting clientCert: with routed, always
 // to a ready endpoint of the Service; otherwise to one if its EndpointSlices list any, else to
 // its cluster DNS name.
-func NewServer(lookup Lookup, endpoints *Endpoints, routed bool, clientCert *tls.Certificate) *Server {
+func NewServer(lookup Lookup, endpoints *Endpoints, routed bool, clientCert *certs.KeyPair) *Server {
 	var resolve Resolver = Auto{Endpoints: endpoints}
 	if routed {
 		resolve = endpoints
@@ -264,7 +265,7 @@ func (s *Server) transport(a *apiregistration.APIService) (*http.Transport, erro
 		cfg.RootCAs = pool
 	}
 	if s.clientCert != nil {
-		cfg.Certificates = []tls.Certificate{*s.clientCert}
+		cfg.GetClientCertificate = s.clientCert.GetClientCertificate
 	}
 	t := &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 25,
 		DialContext:     (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,

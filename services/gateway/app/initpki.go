@@ -17,11 +17,17 @@ import (
 func InitPKICommand() *cobra.Command {
 	var dataDir, backendName, bundlesDir, auditSubjects, apiServerURL string
 	var hosts, etcdMembers, natsHosts []string
+	renewBefore := certs.RenewBefore
 	cmd := &cobra.Command{
-		Use:          "init-pki",
-		Short:        "Create (or keep) the CA, serving, client and backend certificates in --data-dir/pki",
+		Use:   "init-pki",
+		Short: "Create (or keep, or renew) the CA, serving, client and backend certificates in --data-dir/pki",
+		Long: `init-pki creates the cluster's certificates once and keeps them: run again, it reissues each
+leaf certificate (serving, client, backend, etcd, NATS, front-proxy; never a CA) that is
+missing, no longer fits, or expires within --renew-before. Leaves last a year and CAs ten. The
+running processes load reissued files on their next connections, without a restart.`,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			certs.RenewBefore = renewBefore
 			pki, err := certs.EnsurePKI(dataDir, topology.ServingHosts(hosts...), []string{backendName})
 			if err != nil {
 				return err
@@ -46,6 +52,7 @@ func InitPKICommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", "apichain-data", "Data directory.")
+	cmd.Flags().DurationVar(&renewBefore, "renew-before", renewBefore, "Reissue leaf certificates expiring within this long (8760h renews every one now).")
 	cmd.Flags().StringSliceVar(&hosts, "external-hostname", nil, "Extra names and IPs for the gateway's serving certificate.")
 	cmd.Flags().StringVar(&backendName, "backend-server-name", topology.BackendServerName, "Name in the backends' serving certificate.")
 	cmd.Flags().StringVar(&bundlesDir, "bundles-dir", "", "Also make, in a directory per backend (and one for etcd), only what that process needs: "+
