@@ -17,7 +17,7 @@ GOOGLEAPIS_MODULE := github.com/grpc-ecosystem/grpc-gateway@v1.16.0
 MODULES := gen pkg services/gateway services/core services/extensions services/aggregator cmd/apichain cmd/apichain-bench deploy/images test/e2e
 PKGS := $(addprefix ./,$(addsuffix /...,$(MODULES)))
 
-.PHONY: compose-bin images up down swarm-up swarm-down all build test test-short vet deadcode fmt lint generate check-generate tools googleapis bench bench-startup chaos controller-runtime-suites run clean
+.PHONY: compose-bin images up down swarm-up swarm-down all build test test-short vet deadcode fmt lint breaking generate check-generate tools googleapis bench bench-startup chaos controller-runtime-suites run clean
 
 all: build
 
@@ -91,6 +91,20 @@ googleapis:
 lint: tools googleapis
 	buf lint
 	buf format -d --exit-code proto
+
+# The gRPC contract stays compatible (docs/grpc.md): buf's breaking-change rules (buf.yaml) against
+# the last release tag (v*), else the previous commit, so a change that would break a service of
+# the previous version running next to the new one fails CI. The other side is checked out into a
+# temporary directory with the same googleapis, offline.
+BREAKING_AGAINST ?= $(shell git describe --tags --abbrev=0 --match 'v*' 2>/dev/null || echo HEAD~1)
+breaking: tools googleapis
+	@if ! git rev-parse -q --verify "$(BREAKING_AGAINST)^{commit}" >/dev/null; then \
+		echo "*** SKIPPED: buf breaking: no $(BREAKING_AGAINST) in this clone to compare with ***"; exit 0; fi; \
+	dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
+	git archive "$(BREAKING_AGAINST)" buf.yaml proto | tar -x -C "$$dir"; \
+	cp -r third_party "$$dir/"; \
+	echo "buf breaking against $(BREAKING_AGAINST) ($$(git rev-parse --short $(BREAKING_AGAINST)))"; \
+	buf breaking --against "$$dir"
 
 generate: tools googleapis
 	buf format -w proto
