@@ -2,13 +2,13 @@ package registry
 
 import (
 	"context"
-	"github.com/apichain/apichain/pkg/spans"
-	"go.opentelemetry.io/otel/attribute"
-	oteltrace "go.opentelemetry.io/otel/trace"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/rpcstatus"
+	"github.com/apichain/apichain/pkg/spans"
 	"github.com/apichain/apichain/pkg/user"
+	"go.opentelemetry.io/otel/attribute"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"

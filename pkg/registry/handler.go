@@ -3,13 +3,13 @@ package registry
 import (
 	"context"
 	"errors"
-	"github.com/apichain/apichain/pkg/spans"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/apichain/apichain/pkg/spans"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
