@@ -461,16 +461,12 @@ func (d *diagnosis) metricFamilies() map[string]*metricFamily {
 		return d.metrics
 	}
 	d.metricsRead = true
-	code, body, err := d.get("/metrics")
-	if err != nil || code != http.StatusOK {
-		why := fmt.Sprintf("HTTP %d", code)
-		if err != nil {
-			why = err.Error()
-		}
-		d.unreadable("metrics", "/metrics", why)
+	body, ok := d.read("metrics", "/metrics")
+	if !ok {
 		return nil
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
+	var err error
 	if d.metrics, err = parser.TextToMetricFamilies(strings.NewReader(string(body))); err != nil {
 		d.unreadable("metrics", "/metrics", err.Error())
 	}

@@ -131,8 +131,9 @@ func (d *diagnosis) get(path string) (int, []byte, error) {
 	return resp.StatusCode, body, err
 }
 
-// getJSON reads path into out; it reports why not as a finding of check and says false.
-func (d *diagnosis) getJSON(check, path string, out any) bool {
+// read reads path for check; when it cannot (an error, a non-200 answer) it says why as a
+// finding of check and returns false.
+func (d *diagnosis) read(check, path string) ([]byte, bool) {
 	code, body, err := d.get(path)
 	switch {
 	case err != nil:
@@ -140,13 +141,22 @@ func (d *diagnosis) getJSON(check, path string, out any) bool {
 	case code != http.StatusOK:
 		d.unreadable(check, path, fmt.Sprintf("HTTP %d: %s", code, truncate(string(body), 200)))
 	default:
-		if err := json.Unmarshal(body, out); err != nil {
-			d.unreadable(check, path, err.Error())
-			return false
-		}
-		return true
+		return body, true
 	}
-	return false
+	return nil, false
+}
+
+// getJSON reads path into out; it reports why not as a finding of check and says false.
+func (d *diagnosis) getJSON(check, path string, out any) bool {
+	body, ok := d.read(check, path)
+	if !ok {
+		return false
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		d.unreadable(check, path, err.Error())
+		return false
+	}
+	return true
 }
 
 // unreadable is a check that could not read what it needs: a warning naming the permission.
@@ -163,13 +173,8 @@ func (d *diagnosis) lifecycleStates() *lifecyclev1.ListInstanceStatesResponse {
 	}
 	d.statesRead = true
 	const path = "/debug/lifecycle/v1/instances"
-	code, body, err := d.get(path)
-	switch {
-	case err != nil:
-		d.unreadable("lifecycle", path, err.Error())
-		return nil
-	case code != http.StatusOK:
-		d.unreadable("lifecycle", path, fmt.Sprintf("HTTP %d: %s", code, truncate(string(body), 200)))
+	body, ok := d.read("lifecycle", path)
+	if !ok {
 		return nil
 	}
 	st := &lifecyclev1.ListInstanceStatesResponse{}
