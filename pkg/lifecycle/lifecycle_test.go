@@ -13,6 +13,7 @@ import (
 	"github.com/apichain/apichain/pkg/embedded"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -126,5 +127,44 @@ func TestStateNumbersMatchTheProto(t *testing.T) {
 	for _, st := range []server.State{server.StateNew, server.StateStarting, server.StateRunning,
 		server.StateStopping, server.StateTerminated, server.StateFailed} {
 		assert.Equal(t, "STATE_"+strings.ToUpper(st.String()), lifecyclev1.State(st).String())
+	}
+}
+
+// A watch whose consumer vanishes (it lived on a NATS node that stopped) delivers nothing
+// while the connection stays up; nats.go notices only after two missed idle heartbeats
+// (10 s). The watcher notices the missing instance heartbeats first and watches again, so
+// no state expires meanwhile.
+func TestStalledWatchIsStartedAgain(t *testing.T) {
+	ttl := 1500 * time.Millisecond
+	kvc := KV{TTL: ttl}
+	reg := NewRegistry(ttl)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go WatchNATS(ctx, connect(t), kvc, reg, quiet)
+	p := NewPublisher(connect(t), Key("stall", "a"), kvc, func() *lifecyclev1.InstanceState {
+		return &lifecyclev1.InstanceState{Service: "stall", InstanceId: "a", Address: "127.0.0.1:1", Ready: true}
+	}, quiet)
+	go p.Run(ctx)
+	p.Notify()
+	eventually(t, "the instance", func() bool { return len(reg.Service("stall")) == 1 })
+
+	js, err := jetstream.New(connect(t))
+	require.NoError(t, err)
+	stream, err := js.Stream(ctx, "KV_"+Bucket)
+	require.NoError(t, err)
+	names := stream.ConsumerNames(ctx)
+	deleted := 0
+	for name := range names.Name() {
+		require.NoError(t, stream.DeleteConsumer(ctx, name))
+		deleted++
+	}
+	require.NoError(t, names.Err())
+	require.Positive(t, deleted, "the watch's consumer")
+
+	// Over three TTLs, the state never expires from the registry.
+	until := time.Now().Add(3 * ttl)
+	for time.Now().Before(until) {
+		require.Len(t, reg.Service("stall"), 1, "the instance's state expired while its watch was stalled")
+		time.Sleep(50 * time.Millisecond)
 	}
 }

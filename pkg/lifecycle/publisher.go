@@ -54,24 +54,31 @@ func (p *Publisher) Run(ctx context.Context) {
 	var kv jetstream.KeyValue
 	heartbeat := time.NewTicker(p.kv.ttl() / 3)
 	defer heartbeat.Stop()
-	publish := func() {
+	// A failed publish is tried again soon, backing off to the heartbeat: a heartbeat lost
+	// while the client moves to another node, or while a JetStream leader is elected, must
+	// not cost the instance its place in every gateway's view (TTL).
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	backoff := time.Duration(0)
+	publish := func() error {
 		data, err := proto.Marshal(p.snapshot())
 		if err != nil {
 			p.log.Error("marshal lifecycle state", "err", err)
-			return
+			return nil
 		}
 		pctx, cancel := context.WithTimeout(ctx, p.kv.ttl()/3)
 		defer cancel()
 		if kv == nil {
 			if kv, err = openBucket(pctx, p.nc, p.kv); err != nil {
-				p.log.Debug("lifecycle bucket not available", "err", err)
-				return
+				return err
 			}
 		}
 		if _, err := kv.Put(pctx, p.key, data); err != nil {
-			p.log.Debug("publish lifecycle state", "err", err)
 			kv = nil // rebind: NATS may have restarted without the bucket
+			return err
 		}
+		return nil
 	}
 	for {
 		select {
@@ -86,7 +93,14 @@ func (p *Publisher) Run(ctx context.Context) {
 			return
 		case <-p.changed:
 		case <-heartbeat.C:
+		case <-retry.C:
 		}
-		publish()
+		if err := publish(); err != nil {
+			backoff = min(max(2*backoff, 250*time.Millisecond), p.kv.ttl()/3)
+			p.log.Debug("publish lifecycle state", "err", err, "retry", backoff)
+			retry.Reset(backoff)
+		} else {
+			backoff = 0
+		}
 	}
 }

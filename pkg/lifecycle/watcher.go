@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -16,11 +17,20 @@ import (
 // though: what the watch delivered stays good until a heartbeat is missed (TTL/3), which is
 // time enough for the client to move to another node of a cluster (a node stopped in lame
 // duck mode, a JetStream leader elected anew) and watch again.
+//
+// A watch can also stall while the connection stays up: its consumer lived on a node that
+// stopped, and the client notices only after two missed idle heartbeats (10 s), by which
+// time every instance's state would have expired. Every live instance republishes at least
+// every TTL/3, so a watch that delivered nothing for longer than stallAfter while instances
+// are known is stalled, and is started again; its initial values refresh every state.
 func WatchNATS(ctx context.Context, nc *nats.Conn, kv KV, reg *Registry, log *slog.Logger) {
 	var watched time.Time // when a watch last ended having delivered
 	for ctx.Err() == nil {
 		ok, err := watchOnce(ctx, nc, kv, reg)
-		if err != nil && ctx.Err() == nil {
+		switch {
+		case errors.Is(err, errStalled):
+			log.Info("lifecycle watch started again", "reason", err)
+		case err != nil && ctx.Err() == nil:
 			log.Debug("lifecycle watch interrupted", "err", err)
 		}
 		if ok {
@@ -56,9 +66,10 @@ func watchOnce(ctx context.Context, nc *nats.Conn, k KV, reg *Registry) (watched
 	}
 	defer func() { _ = w.Stop() }()
 	reg.SetSource(SourceNATS)
-	// Leave when the connection drops: the watch would silently stall otherwise.
-	check := time.NewTicker(500 * time.Millisecond)
+	// Leave when the connection drops or the watch stalls.
+	check := time.NewTicker(250 * time.Millisecond)
 	defer check.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -67,10 +78,14 @@ func watchOnce(ctx context.Context, nc *nats.Conn, k KV, reg *Registry) (watched
 			if !nc.IsConnected() {
 				return watched, nats.ErrDisconnected
 			}
+			if watched && time.Since(last) > stallAfter(k) && len(reg.Instances()) > 0 {
+				return watched, errStalled
+			}
 		case e, ok := <-w.Updates():
 			if !ok {
 				return watched, nats.ErrConnectionClosed
 			}
+			last = time.Now()
 			if e == nil { // initial values delivered
 				reg.MarkSynced()
 				watched = true
@@ -80,6 +95,13 @@ func watchOnce(ctx context.Context, nc *nats.Conn, k KV, reg *Registry) (watched
 		}
 	}
 }
+
+var errStalled = errors.New("no heartbeat from any instance: watch stalled")
+
+// stallAfter is how long a watch may deliver nothing while instances are known: past every
+// instance's heartbeat (TTL/3) with room for a slow publish, and early enough that a new
+// watch delivers before any state expires (TTL).
+func stallAfter(k KV) time.Duration { return k.ttl() * 3 / 5 }
 
 func apply(reg *Registry, e jetstream.KeyValueEntry) {
 	switch e.Operation() {
