@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -13,7 +15,8 @@ import (
 
 // Etcd is a running in-process single-member etcd.
 type Etcd struct {
-	e *embed.Etcd
+	e            *embed.Etcd
+	endpointFile string
 }
 
 // StartEtcd starts etcd storing under dir/etcd, serving clients on 127.0.0.1:clientPort and
@@ -30,7 +33,7 @@ func StartEtcd(ctx context.Context, dir string, clientPort, peerPort int) (*Etcd
 		}
 	}
 	cfg := embed.NewConfig()
-	cfg.Name = "apichain"
+	cfg.Name = EtcdMemberName
 	cfg.Dir = filepath.Join(dir, "etcd")
 	// Closing etcd logs harmless error lines; real failures come back as errors from here.
 	cfg.LogLevel = "fatal"
@@ -80,7 +83,28 @@ func StartEtcd(ctx context.Context, dir string, clientPort, peerPort int) (*Etcd
 		e.Close()
 		return nil, fmt.Errorf("etcd: not ready: %w", context.Cause(ctx))
 	}
-	return &Etcd{e: e}, nil
+	et := &Etcd{e: e, endpointFile: filepath.Join(dir, EtcdEndpointFile)}
+	if err := os.WriteFile(et.endpointFile, []byte(strings.Join(et.Endpoints(), ",")+"\n"), 0o600); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("etcd: %w", err)
+	}
+	return et, nil
+}
+
+// EtcdMemberName is the embedded etcd's member name (a restore must give the same).
+const EtcdMemberName = "apichain"
+
+// EtcdEndpointFile, in the directory an embedded etcd was started with, holds its client URLs
+// while it runs, for tools such as "apichain etcd snapshot save" (its port is picked at start).
+const EtcdEndpointFile = "etcd-endpoint"
+
+// RunningEtcdEndpoints are the client URLs of the embedded etcd running on dir.
+func RunningEtcdEndpoints(dir string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, EtcdEndpointFile))
+	if err != nil {
+		return nil, fmt.Errorf("no embedded etcd running on %s: %w", dir, err)
+	}
+	return strings.Split(strings.TrimSpace(string(data)), ","), nil
 }
 
 // Endpoints are the client URLs actually bound.
@@ -93,7 +117,10 @@ func (e *Etcd) Endpoints() []string {
 }
 
 // Stop closes etcd; its data stays under the directory it was started with.
-func (e *Etcd) Stop() { e.e.Close() }
+func (e *Etcd) Stop() {
+	e.e.Close()
+	_ = os.Remove(e.endpointFile)
+}
 
 // freePort asks the kernel for a free loopback port; etcd needs the number before it binds.
 func freePort() (int, error) {

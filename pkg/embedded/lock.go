@@ -20,6 +20,9 @@ type DirLock struct {
 	f *os.File
 }
 
+// ErrDataDirInUse is in LockDataDir's error when another process holds the lock.
+var ErrDataDirInUse = errors.New("data directory in use")
+
 // LockDataDir makes this process the owner of dir (created if missing), or fails at once,
 // naming the process that owns it: an embedded etcd would otherwise wait, silently, on its
 // database's lock until the owner exits.
@@ -43,7 +46,7 @@ func LockDataDir(dir string) (*DirLock, error) {
 				owner = "process " + strconv.Itoa(pid)
 			}
 		}
-		return nil, fmt.Errorf("data directory %s is in use by %s (it holds %s): stop it, or give this one another --data-dir", dir, owner, path)
+		return nil, fmt.Errorf("data directory %s is in use by %s (it holds %s): stop it, or give this one another --data-dir: %w", dir, owner, path, ErrDataDirInUse)
 	}
 	if err := f.Truncate(0); err != nil {
 		f.Close()

@@ -61,13 +61,16 @@ func (p *Publisher) Run(ctx context.Context) {
 	retry.Stop()
 	defer retry.Stop()
 	backoff := time.Duration(0)
+	lastOK, warned := time.Now(), false
 	publish := func() error {
 		data, err := proto.Marshal(p.snapshot())
 		if err != nil {
 			p.log.Error("marshal lifecycle state", "err", err)
 			return nil
 		}
-		pctx, cancel := context.WithTimeout(ctx, p.kv.ttl()/3)
+		// A put takes milliseconds; one that hangs (no leader yet) is given up in time for
+		// a retry within the same heartbeat.
+		pctx, cancel := context.WithTimeout(ctx, p.kv.ttl()/5)
 		defer cancel()
 		if kv == nil {
 			if kv, err = openBucket(pctx, p.nc, p.kv); err != nil {
@@ -98,9 +101,16 @@ func (p *Publisher) Run(ctx context.Context) {
 		if err := publish(); err != nil {
 			backoff = min(max(2*backoff, 250*time.Millisecond), p.kv.ttl()/3)
 			p.log.Debug("publish lifecycle state", "err", err, "retry", backoff)
+			if since := time.Since(lastOK); !warned && since > p.kv.ttl()/2 {
+				p.log.Warn("lifecycle state not published: gateways drop this instance if it stays so", "for", since.Round(time.Millisecond), "ttl", p.kv.ttl(), "err", err)
+				warned = true
+			}
 			retry.Reset(backoff)
 		} else {
-			backoff = 0
+			if warned {
+				p.log.Info("lifecycle state published again", "after", time.Since(lastOK).Round(time.Millisecond))
+			}
+			backoff, lastOK, warned = 0, time.Now(), false
 		}
 	}
 }

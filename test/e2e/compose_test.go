@@ -267,13 +267,7 @@ func TestComposeStack(t *testing.T) {
 		s.waitReadyInstances(hc, cfg, "aggregator", 2)
 		// Installed as its README says, run from a scratch image of a static build, reached
 		// through Docker's DNS under its Service's cluster name.
-		admin := filepath.Join(t.TempDir(), "admin.kubeconfig") // the stack's, at its port
-		kc, err := clientcmd.LoadFromFile(filepath.Join(s.dir, "admin.kubeconfig"))
-		require.NoError(t, err)
-		for _, c := range kc.Clusters {
-			c.Server = cfg.Host
-		}
-		require.NoError(t, clientcmd.WriteToFile(*kc, admin))
+		admin := s.kubeconfigFor(t, cfg.Host) // the stack's, at its port
 		wardle := t.TempDir()
 		caBundle := installSample(t, wardle, "https://gateway:6443", cfg.CAData, admin)
 		require.NoError(t, os.Chmod(wardle, 0o755))
@@ -313,6 +307,11 @@ func TestComposeStack(t *testing.T) {
 		attempts, failed := load.stopAndCheck(t, false)
 		t.Logf("a rolling restart of two aggregator replicas: %d flunder creates attempted, %d failed, 0 lost", attempts, failed)
 	})
+
+	t.Run("diagnose with core scaled to 2 and one replica stopped", func(t *testing.T) { s.checkDiagnose(t, hc, cfg) })
+
+	// Last: it stops every backend and replaces etcd's data.
+	t.Run("etcd snapshot under load, volume destroyed, restored", func(t *testing.T) { s.checkBackupRestore(t, cs, hc, cfg) })
 }
 
 // containers lists the running containers of a compose service.
@@ -514,12 +513,24 @@ func (l *load) waitAcked(t *testing.T, n int) {
 		"%d creates acknowledged", n)
 }
 
+// ackedNames are the creates acknowledged so far.
+func (l *load) ackedNames() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.acked...)
+}
+
+// halt ends the load and waits for its workers.
+func (l *load) halt() {
+	close(l.stop)
+	l.done.Wait()
+}
+
 // stopAndCheck ends the load; every acknowledged create must exist. tolerateFailures allows
 // requests that failed (a killed replica may take in-flight requests with it) but never a
 // lost acknowledged write. It returns how many creates were attempted and how many failed.
 func (l *load) stopAndCheck(t *testing.T, tolerateFailures bool) (attempts, failed int) {
-	close(l.stop)
-	l.done.Wait()
+	l.halt()
 	t.Logf("load: %d acknowledged creates, %d failed requests in %s", len(l.acked), len(l.failed), time.Since(l.started).Round(time.Second))
 	for i, err := range l.failed {
 		if i == 5 {

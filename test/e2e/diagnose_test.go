@@ -4,14 +4,18 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // diagnoseFinding is one finding of `apichain diagnose -o json`.
@@ -81,6 +85,14 @@ func TestDiagnoseHealthy(t *testing.T) {
 func TestDiagnoseNamesProblems(t *testing.T) {
 	c, _ := startAllInOne(t, "--testing-slow-post-start-hook", "6s")
 	kubeconfig := filepath.Join(c.data, "admin.kubeconfig")
+	breakThreeWays(t, kubeconfig)
+	requireDiagnosisOfThree(t, kubeconfig)
+}
+
+// breakThreeWays adds a validating webhook pointing nowhere with failurePolicy Fail and a
+// 30 s timeout, and an APIService whose server is dead, and waits until the webhook fails a
+// write. It returns their removal.
+func breakThreeWays(t *testing.T, kubeconfig string) (undo func()) {
 	k := kc{t: t, kubeconfig: kubeconfig}
 	file := filepath.Join(t.TempDir(), "broken.yaml")
 	writeFile(t, file, "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: stalls}\nwebhooks:\n"+
@@ -100,7 +112,12 @@ spec: {group: gone.example.com, version: v1, service: {namespace: default, name:
 		out, err := kubectl(t, kubeconfig, "apply", "-f", cm)
 		return err != nil && strings.Contains(out, "nowhere.example.com")
 	}, 20*time.Second, 200*time.Millisecond, "the webhook applies")
+	return func() { k.run("delete", "-f", file) }
+}
 
+// requireDiagnosisOfThree runs diagnose until it names breakThreeWays's webhook and APIService
+// and a slowed post-start hook of core, each with its fix, and exits non-zero.
+func requireDiagnosisOfThree(t *testing.T, kubeconfig string, args ...string) []diagnoseFinding {
 	var findings []diagnoseFinding
 	find := func(check, subject string) *diagnoseFinding {
 		for i := range findings {
@@ -112,7 +129,7 @@ spec: {group: gone.example.com, version: v1, service: {namespace: default, name:
 	}
 	// The aggregator's availability check and the backend's published failure take a moment.
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(time.Second) {
-		findings, _ = diagnoseJSON(t, kubeconfig)
+		findings, _ = diagnoseJSON(t, kubeconfig, args...)
 		api, webhook := find("APIServices", "v1.gone.example.com"), find("admission webhooks", "nowhere.example.com")
 		if api != nil && api.Verdict == "failed" && webhook != nil && webhook.Verdict == "failed" {
 			break
@@ -137,12 +154,13 @@ spec: {group: gone.example.com, version: v1, service: {namespace: default, name:
 	assert.Contains(t, api.Message, "default/gone")
 	assert.Contains(t, api.Fix, "endpoints")
 
-	out, code := diagnose(t, kubeconfig)
+	out, code := diagnose(t, kubeconfig, args...)
 	t.Log(out)
 	assert.Equal(t, 1, code, "diagnose exits non-zero")
 	for _, want := range []string{"nowhere.example.com", "testing-slow-hook", "v1.gone.example.com", "fix:"} {
 		assert.Contains(t, out, want)
 	}
+	return findings
 }
 
 // deadPort is a loopback port nothing listens on.
@@ -153,4 +171,44 @@ func deadPort(t testing.TB) int {
 	port := ln.Addr().(*net.TCPAddr).Port
 	require.NoError(t, ln.Close())
 	return port
+}
+
+// checkDiagnose is the checklist on the compose stack: core scaled to 2 with a post-start hook
+// slowed on purpose, one replica stopped, a webhook pointing nowhere and a dead APIService.
+// diagnose, run from outside through the balancer, names all three and the replica left.
+func (s *stack) checkDiagnose(t *testing.T, hc *http.Client, cfg *rest.Config) {
+	env := s.env
+	s.env = append(slices.Clone(env), "APICHAIN_TESTING_SLOW_HOOK=6s")
+	s.compose("up", "-d", "--no-deps", "--scale", "core=2", "core") // recreated with the slow hook
+	s.env = env
+	s.waitReadyInstances(hc, cfg, "core", 2)
+	cores := s.containers("core")
+	s.run(2*time.Minute, "docker", "stop", cores[0])
+	s.waitReadyInstances(hc, cfg, "core", 1)
+
+	kubeconfig := s.kubeconfigFor(t, cfg.Host)
+	undo := breakThreeWays(t, kubeconfig)
+	defer undo()
+	findings := requireDiagnosisOfThree(t, kubeconfig, "--slow-etcd", "10s")
+	var coreInstances []string
+	for _, f := range findings {
+		if f.Check == "instances" && strings.HasPrefix(f.Subject, "core/") {
+			coreInstances = append(coreInstances, f.Verdict+" "+f.Message)
+		}
+	}
+	require.Len(t, coreInstances, 1, "the core replica left, and only it: %v", coreInstances)
+	assert.Contains(t, coreInstances[0], "ok ")
+	assert.Contains(t, coreInstances[0], cores[1][:12], "diagnose names the running replica by its host name")
+}
+
+// kubeconfigFor writes the stack's admin kubeconfig with host as its server.
+func (s *stack) kubeconfigFor(t *testing.T, host string) string {
+	kc, err := clientcmd.LoadFromFile(filepath.Join(s.dir, "admin.kubeconfig"))
+	require.NoError(t, err)
+	for _, c := range kc.Clusters {
+		c.Server = host
+	}
+	path := filepath.Join(t.TempDir(), "admin.kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	return path
 }

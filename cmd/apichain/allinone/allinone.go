@@ -116,7 +116,7 @@ func NewCommand(serving func(url, kubeconfig string)) *cobra.Command {
 		_ = fs.MarkHidden(name)
 	}
 	fs.Lookup("nats-url").Usage = "NATS URL (default: an embedded NATS server in --data-dir)."
-	cmd.AddCommand(diagnose.NewCommand())
+	cmd.AddCommand(diagnose.NewCommand(), etcdCommand())
 	return cmd
 }
 
