@@ -132,4 +132,6 @@ require (
 
 require github.com/google/btree v1.1.3
 
+require k8s.io/kms v0.37.2 // indirect
+
 replace github.com/apichain/apichain/gen => ../gen

@@ -24,6 +24,7 @@ import (
 	"github.com/apichain/apichain/pkg/routing"
 	"github.com/apichain/apichain/pkg/server"
 	"github.com/apichain/apichain/pkg/storage"
+	"github.com/apichain/apichain/pkg/storage/encryption"
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/pkg/tracing"
 	"github.com/nats-io/nats.go"
@@ -59,6 +60,8 @@ type Backend struct {
 	peers     *routing.Router
 	store     *storage.Store
 	claimed   []string // key prefixes the backend owns besides its resources'
+	// stopEncryption ends the encryption configuration's reload and KMS connections.
+	stopEncryption context.CancelFunc
 }
 
 // Tracer is the backend's tracing (tracing.Tracer.Active is nil when it is off).
@@ -110,6 +113,17 @@ func New(opts *Options, served []*discoveryv1.GroupVersion, nc *nats.Conn, log *
 		discovery: NewDiscovery(served), instances: lifecycle.NewRegistry(opts.Lifecycle.TTL), tracer: tracer}
 	b.peers = routing.NewRouter(b.instances, routing.NewPool(credentials.NewTLS(peerTLS), tracer.DialOptions()...))
 	b.store = storage.NewStore(etcd).Guarded(b.owns)
+	encCtx, stopEncryption := context.WithCancel(context.Background())
+	b.stopEncryption = stopEncryption
+	enc, err := encryption.Start(encCtx, opts.Encryption, opts.Lifecycle.InstanceID, log)
+	if err != nil {
+		b.close()
+		return nil, fmt.Errorf("encryption at rest: %w", err)
+	}
+	if enc != nil {
+		b.store = b.store.Encrypted(enc)
+		srv.AddHealthChecks(enc.HealthChecks()...)
+	}
 	b.instance = lifecycle.Instance{Service: opts.Service, InstanceID: opts.Lifecycle.InstanceID,
 		Address: advertise(opts.AdvertiseAddress, ln.Addr()), Served: b.discovery.ServedNames()}
 
@@ -153,6 +167,9 @@ func New(opts *Options, served []*discoveryv1.GroupVersion, nc *nats.Conn, log *
 func (b *Backend) close() {
 	_ = b.ln.Close()
 	_ = b.Etcd.Close()
+	if b.stopEncryption != nil {
+		b.stopEncryption()
+	}
 }
 
 // advertise turns a bound address into one a peer can dial.
@@ -334,6 +351,7 @@ func (b *Backend) Run(ctx context.Context) error {
 	b.Server.MirrorHealth(b.health, b.opts.Service)
 
 	defer b.Etcd.Close()
+	defer b.stopEncryption()
 	b.instances.OnChange(func() { b.peers.RetainConns(nil) })
 	defer b.peers.CloseConns()
 	return b.Server.RunAlongside(ctx, func(ctx context.Context) {

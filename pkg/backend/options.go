@@ -14,6 +14,7 @@ import (
 	"github.com/apichain/apichain/pkg/controller"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/server"
+	"github.com/apichain/apichain/pkg/storage/encryption"
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/pkg/tracing"
 	"github.com/spf13/pflag"
@@ -21,9 +22,11 @@ import (
 
 // Options are a backend's flags.
 type Options struct {
-	Service          string
-	Lifecycle        lifecycle.Options
-	Tracing          tracing.Options
+	Service   string
+	Lifecycle lifecycle.Options
+	Tracing   tracing.Options
+	// Encryption at rest of the values this backend stores (kube's --encryption-provider-config).
+	Encryption       encryption.Options
 	BindAddress      string
 	AdvertiseAddress string
 	Serving          certs.ServingOptions
@@ -74,6 +77,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"kubeconfig of the API server whose SubjectAccessReview authorizes the metrics endpoint's callers.")
 	o.Lifecycle.AddFlags(fs)
 	o.Tracing.AddFlags(fs)
+	o.Encryption.AddFlags(fs)
 	o.Generic.AddFlags(fs)
 	o.Admission.AddFlags(fs)
 	controller.AddSelectionFlag(fs, &o.Controllers)

@@ -404,8 +404,10 @@ func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.Resou
 			return nil, unknownError(err)
 		}
 		// An update that changes nothing is not written, as in kube: the resourceVersion
-		// stays, watchers see nothing, and kubectl reports "(no change)".
-		if bytes.Equal(data, kv.Value) {
+		// stays, watchers see nothing, and kubectl reports "(no change)". Unless etcd keeps
+		// it encrypted otherwise than it would be now: then it is written again, which is
+		// how every Secret moves to a new key (kube's rotation: replace them all).
+		if bytes.Equal(data, kv.Value) && !kv.Stale {
 			undo()
 			return current, nil
 		}

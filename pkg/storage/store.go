@@ -12,6 +12,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/metadata"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	storagevalue "k8s.io/apiserver/pkg/storage/value"
 )
 
 // Errors of the store; the registry turns them into kube Status errors.
@@ -23,6 +25,9 @@ var (
 	ErrFutureRV      = errors.New("resource version is in the future")
 	// ErrNotOwned refuses a key of a kind another service owns: only the owner stores a kind.
 	ErrNotOwned = errors.New("not owned by this service")
+	// ErrTransform: a value could not be encrypted or decrypted (a key missing from the
+	// encryption configuration, a KMS plugin down, a tampered value).
+	ErrTransform = errors.New("storage transform failed")
 )
 
 // Store keeps objects as bytes under keys in etcd; an object's resource version is its
@@ -32,6 +37,58 @@ type Store struct {
 	client *clientv3.Client
 	kv     clientv3.KV // the client's; tests put failures in between
 	owns   func(key string) bool
+	values Transformers
+}
+
+// Transformers give the transformer of each resource's values between what the registry
+// writes and what etcd keeps: encryption at rest (pkg/storage/encryption).
+type Transformers interface {
+	For(gr schema.GroupResource) storagevalue.Transformer
+}
+
+// Encrypted returns a store whose values pass through t's transformer for their key's
+// resource, with the key as authenticated data, as kube's etcd3 store does: written with the
+// configuration's first provider, read with whichever wrote them.
+func (s *Store) Encrypted(t Transformers) *Store {
+	g := *s
+	g.values = t
+	return &g
+}
+
+// transformer is the transformer of key's values, nil when values are kept as they are.
+func (s *Store) transformer(key string) storagevalue.Transformer {
+	if s.values == nil {
+		return nil
+	}
+	group, resource := groupResource(key)
+	return s.values.For(schema.GroupResource{Group: group, Resource: resource})
+}
+
+// toStorage is what etcd keeps for data under key.
+func (s *Store) toStorage(ctx context.Context, key string, data []byte) ([]byte, error) {
+	t := s.transformer(key)
+	if t == nil {
+		return data, nil
+	}
+	out, err := t.TransformToStorage(ctx, data, storagevalue.DefaultContext(key))
+	if err != nil {
+		return nil, fmt.Errorf("%w: unable to transform key %q: %v", ErrTransform, key, err)
+	}
+	return out, nil
+}
+
+// fromStorage is the value etcd keeps under key as written; stale when it was not written
+// with the current configuration's first provider and should be written again.
+func (s *Store) fromStorage(ctx context.Context, key string, data []byte) (out []byte, stale bool, err error) {
+	t := s.transformer(key)
+	if t == nil || len(data) == 0 {
+		return data, false, nil
+	}
+	out, stale, err = t.TransformFromStorage(ctx, data, storagevalue.DefaultContext(key))
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: unable to transform key %q: %v", ErrTransform, key, err)
+	}
+	return out, stale, nil
 }
 
 // NewStore wraps an etcd client.
@@ -58,6 +115,10 @@ type KV struct {
 	Key         string
 	Value       []byte
 	ModRevision int64
+	// Stale: etcd keeps it encrypted otherwise than the configuration would now write it (an
+	// old key, another provider), so an update writes it even when nothing else changed:
+	// rewriting every object moves them all to the current key.
+	Stale bool
 }
 
 // Get reads key. rev 0 reads the latest.
@@ -67,6 +128,9 @@ func (s *Store) Get(ctx context.Context, key string, rev int64) (*KV, int64, err
 	r0, r1, err := s.get(ctx, key, rev)
 	recordRequest("get", key, err, start)
 	endSpan(span, "Get", err)
+	if err == nil {
+		r0.Value, r0.Stale, err = s.fromStorage(ctx, key, r0.Value)
+	}
 	return r0, r1, err
 }
 
@@ -95,7 +159,11 @@ func (s *Store) get(ctx context.Context, key string, rev int64) (*KV, int64, err
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
 	ctx, span := startSpan(ctx, "Create etcd3", key)
 	start := time.Now()
-	r0, err := s.create(ctx, key, value)
+	stored, err := s.toStorage(ctx, key, value)
+	r0 := int64(0)
+	if err == nil {
+		r0, err = s.create(ctx, key, stored)
+	}
 	recordRequest("create", key, err, start)
 	endSpan(span, "Txn", err)
 	return r0, err
@@ -115,7 +183,7 @@ func (s *Store) create(ctx context.Context, key string, value []byte) (int64, er
 		if kv := current(resp); lost && kv != nil {
 			created := kv.Value
 			if kv.CreateRevision != kv.ModRevision { // changed since: read it as it was created
-				first, _, err := s.Get(ctx, key, kv.CreateRevision)
+				first, _, err := s.get(ctx, key, kv.CreateRevision)
 				if err != nil {
 					return 0, fmt.Errorf("%w: %v", ErrOutcomeUnknown, err)
 				}
@@ -135,7 +203,11 @@ func (s *Store) create(ctx context.Context, key string, value []byte) (int64, er
 func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64) (int64, error) {
 	ctx, span := startSpan(ctx, "GuaranteedUpdate etcd3", key)
 	start := time.Now()
-	r0, err := s.update(ctx, key, value, expected)
+	stored, err := s.toStorage(ctx, key, value)
+	r0 := int64(0)
+	if err == nil {
+		r0, err = s.update(ctx, key, stored, expected)
+	}
 	recordRequest("update", key, err, start)
 	endSpan(span, "Txn", err)
 	return r0, err
@@ -294,7 +366,11 @@ func (s *Store) list(ctx context.Context, prefix string, rev int64, startKey str
 		out.Revision = rev
 	}
 	for _, kv := range resp.Kvs {
-		out.KVs = append(out.KVs, &KV{Key: string(kv.Key), Value: kv.Value, ModRevision: kv.ModRevision})
+		data, stale, err := s.fromStorage(ctx, string(kv.Key), kv.Value)
+		if err != nil {
+			return nil, err
+		}
+		out.KVs = append(out.KVs, &KV{Key: string(kv.Key), Value: data, ModRevision: kv.ModRevision, Stale: stale})
 	}
 	if resp.More {
 		out.Remaining = resp.Count - int64(len(resp.Kvs))
@@ -414,6 +490,12 @@ func (s *Store) watch(ctx context.Context, prefix string, rev int64, created cha
 				if ev.PrevKv != nil {
 					e.PrevValue = ev.PrevKv.Value
 				}
+				if s.values != nil {
+					if err := s.fromStorageEvent(ctx, &e); err != nil {
+						send(ctx, out, Event{Err: err})
+						return
+					}
+				}
 				if ev.Type == mvccpb.DELETE {
 					e.Type = Deleted
 					e.Value, e.PrevValue = e.PrevValue, nil
@@ -428,6 +510,15 @@ func (s *Store) watch(ctx context.Context, prefix string, rev int64, created cha
 		}
 	}()
 	return out
+}
+
+// fromStorageEvent turns an event's values back into what was written.
+func (s *Store) fromStorageEvent(ctx context.Context, e *Event) (err error) {
+	if e.Value, _, err = s.fromStorage(ctx, e.Key, e.Value); err != nil {
+		return err
+	}
+	e.PrevValue, _, err = s.fromStorage(ctx, e.Key, e.PrevValue)
+	return err
 }
 
 func send(ctx context.Context, ch chan<- Event, e Event) bool {

@@ -7,7 +7,9 @@ package allinone
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 
 	"github.com/apichain/apichain/pkg/admission/plugins"
@@ -17,6 +19,7 @@ import (
 	"github.com/apichain/apichain/pkg/embedded"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/process"
+	"github.com/apichain/apichain/pkg/storage/encryption"
 	"github.com/apichain/apichain/pkg/topology"
 	aggregator "github.com/apichain/apichain/services/aggregator/app"
 	core "github.com/apichain/apichain/services/core/app"
@@ -48,6 +51,10 @@ type allInOne struct {
 	core                                  *core.Options
 	aggregator                            *aggregator.Options
 	admission                             plugins.Options // every backend's admission plugins
+	// encryption at rest in every backend: the flag's file, else one generated beside the PKI
+	// once (defaultEncryption), which encrypts Secrets.
+	encryption        encryption.Options
+	defaultEncryption func() (string, error)
 }
 
 // NewCommand is the apichain command: the all-in-one, configured by the gateway's flags (and
@@ -56,6 +63,10 @@ type allInOne struct {
 // passes).
 func NewCommand(serving func(url, kubeconfig string)) *cobra.Command {
 	a := &allInOne{conn: lifecycle.NewNATS(), addresses: map[string][]string{}, core: core.NewOptions(), aggregator: &aggregator.Options{}}
+	a.defaultEncryption = sync.OnceValues(func() (string, error) {
+		path := filepath.Join(a.gw.PKI.Dir, certs.EncryptionConfigFile)
+		return path, certs.EnsureEncryptionConfig(path)
+	})
 	// The chain's services, which the all-in-one runs next to the gateway.
 	backends := map[string]backend.Service{
 		topology.Aggregator: a.aggregator.Service(), topology.Core: a.core.Service(), topology.Extensions: extensions.Service,
@@ -109,6 +120,8 @@ func NewCommand(serving func(url, kubeconfig string)) *cobra.Command {
 	cmd := p.Command("apichain", "apichain all-in-one: gateway, aggregator, core and extensions in one process", moduleAll)
 	fs := cmd.Flags()
 	a.admission.AddFlags(fs)
+	a.encryption.AddFlags(fs)
+	fs.Lookup("encryption-provider-config").Usage += " (default: Secrets encrypted with a key generated in the data directory's pki/" + certs.EncryptionConfigFile + ")"
 	for _, svc := range topology.Chain() {
 		_ = fs.MarkHidden(svc + "-address")
 	}
@@ -138,6 +151,14 @@ func (a *allInOne) backendModule(svc backend.Service) process.Module {
 		bo.EtcdServers = a.etcdServers
 		bo.Admission, bo.Controllers = a.admission, gw.Controllers
 		bo.EtcdCAFile, bo.EtcdCertFile, bo.EtcdKeyFile = a.etcdCAFile, a.etcdCertFile, a.etcdKeyFile
+		bo.Encryption = a.encryption
+		if bo.Encryption.ConfigFile == "" {
+			path, err := a.defaultEncryption()
+			if err != nil {
+				return nil, fmt.Errorf("encryption configuration: %w", err)
+			}
+			bo.Encryption.ConfigFile = path
+		}
 		if svc.Name == topology.Core && gw.SecurePort != 0 {
 			a.core.KubernetesServicePort = int32(gw.SecurePort) // the kubernetes Service's target
 		}

@@ -47,6 +47,20 @@ running processes load reissued files on their next connections, without a resta
 					return err
 				}
 			}
+			// One encryption at rest configuration, the same in every backend's bundle.
+			encConfig := filepath.Join(pki.Dir, certs.EncryptionConfigFile)
+			if err := certs.EnsureEncryptionConfig(encConfig); err != nil {
+				return err
+			}
+			data, err := os.ReadFile(encConfig)
+			if err != nil {
+				return err
+			}
+			for _, svc := range topology.Chain() {
+				if err := os.WriteFile(filepath.Join(bundlesDir, svc, certs.EncryptionConfigFile), data, 0o600); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintln(cmd.OutOrStdout(), "each service's own credentials in", bundlesDir)
 			return nil
 		},

@@ -139,6 +139,7 @@ func TestGatewayLinksNoEtcd(t *testing.T) {
 // namer of kube's CEL type resolver), and the flow-control library (priority and fairness)
 // brings the helpers it uses: the debug endpoints' mux, httplog, routine, the endpoint
 // metrics and response writer, and storage's Stats type with two of its small packages.
+// kube's storage value transformers are the ciphers of encryption at rest.
 // apiextensions' conversion package is the one leaf of its server apichain links: kube's
 // custom resource converter (the ConversionReview exchange with a CRD's webhook and its
 // checks of the answer), which the extensions service calls on its own read and write paths.
@@ -149,7 +150,10 @@ func TestNoKubeServerMachinery(t *testing.T) {
 		"k8s.io/apiextensions-apiserver/pkg/controller"}
 	allowed := []string{"k8s.io/apiserver/pkg/endpoints/request", "k8s.io/apiserver/pkg/server/egressselector", "k8s.io/apiserver/pkg/endpoints/openapi",
 		// apiextensions' schema packages: structural schema, pruning, defaulting, validation, CEL.
-		"k8s.io/apiextensions-apiserver/pkg/apiserver/schema", "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"}
+		"k8s.io/apiextensions-apiserver/pkg/apiserver/schema", "k8s.io/apiextensions-apiserver/pkg/apiserver/validation",
+		// kube's value transformers (encryption at rest: identity, aescbc, aesgcm, secretbox, KMS v2's
+		// envelope); pkg/storage/encryption chooses and reloads them, the storage layer is apichain's.
+		"k8s.io/apiserver/pkg/storage/value"}
 	allowedExactly := []string{"k8s.io/apiserver/pkg/server/mux", "k8s.io/apiserver/pkg/server/httplog", "k8s.io/apiserver/pkg/server/routine",
 		"k8s.io/apiserver/pkg/endpoints/metrics", "k8s.io/apiserver/pkg/endpoints/responsewriter",
 		"k8s.io/apiserver/pkg/storage", "k8s.io/apiserver/pkg/storage/feature", "k8s.io/apiserver/pkg/storage/cacher/delegator",
