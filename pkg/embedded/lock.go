@@ -20,8 +20,14 @@ type DirLock struct {
 	f *os.File
 }
 
-// ErrDataDirInUse is in LockDataDir's error when another process holds the lock.
+// ErrDataDirInUse is LockDataDir's error (errors.Is) when another process holds the lock.
 var ErrDataDirInUse = errors.New("data directory in use")
+
+// inUseError names the owner and is ErrDataDirInUse.
+type inUseError string
+
+func (e inUseError) Error() string        { return string(e) }
+func (e inUseError) Is(target error) bool { return target == ErrDataDirInUse }
 
 // LockDataDir makes this process the owner of dir (created if missing), or fails at once,
 // naming the process that owns it: an embedded etcd would otherwise wait, silently, on its
@@ -46,7 +52,7 @@ func LockDataDir(dir string) (*DirLock, error) {
 				owner = "process " + strconv.Itoa(pid)
 			}
 		}
-		return nil, fmt.Errorf("data directory %s is in use by %s (it holds %s): stop it, or give this one another --data-dir: %w", dir, owner, path, ErrDataDirInUse)
+		return nil, inUseError(fmt.Sprintf("data directory %s is in use by %s (it holds %s): stop it, or give this one another --data-dir", dir, owner, path))
 	}
 	if err := f.Truncate(0); err != nil {
 		f.Close()
