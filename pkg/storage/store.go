@@ -80,7 +80,11 @@ func (s *Store) toStorage(ctx context.Context, key string, data []byte) ([]byte,
 // fromStorage is the value etcd keeps under key as written; stale when it was not written
 // with the current configuration's first provider and should be written again.
 func (s *Store) fromStorage(ctx context.Context, key string, data []byte) (out []byte, stale bool, err error) {
-	t := s.transformer(key)
+	return fromStorage(ctx, s.transformer(key), key, data)
+}
+
+// fromStorage reads data with t, the transformer of its key's resource (nil: as it is).
+func fromStorage(ctx context.Context, t storagevalue.Transformer, key string, data []byte) (out []byte, stale bool, err error) {
 	if t == nil || len(data) == 0 {
 		return data, false, nil
 	}
@@ -365,8 +369,9 @@ func (s *Store) list(ctx context.Context, prefix string, rev int64, startKey str
 	if rev > 0 {
 		out.Revision = rev
 	}
+	t := s.transformer(prefix) // one resource's keys
 	for _, kv := range resp.Kvs {
-		data, stale, err := s.fromStorage(ctx, string(kv.Key), kv.Value)
+		data, stale, err := fromStorage(ctx, t, string(kv.Key), kv.Value)
 		if err != nil {
 			return nil, err
 		}
@@ -455,6 +460,7 @@ func (s *Store) watch(ctx context.Context, prefix string, rev int64, created cha
 	if created != nil {
 		opts = append(opts, clientv3.WithCreatedNotify())
 	}
+	t := s.transformer(prefix) // one resource's keys
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	wch := s.client.Watch(wctx, prefix, opts...)
 	go func() {
@@ -490,8 +496,8 @@ func (s *Store) watch(ctx context.Context, prefix string, rev int64, created cha
 				if ev.PrevKv != nil {
 					e.PrevValue = ev.PrevKv.Value
 				}
-				if s.values != nil {
-					if err := s.fromStorageEvent(ctx, &e); err != nil {
+				if t != nil {
+					if err := fromStorageEvent(ctx, t, &e); err != nil {
 						send(ctx, out, Event{Err: err})
 						return
 					}
@@ -513,11 +519,11 @@ func (s *Store) watch(ctx context.Context, prefix string, rev int64, created cha
 }
 
 // fromStorageEvent turns an event's values back into what was written.
-func (s *Store) fromStorageEvent(ctx context.Context, e *Event) (err error) {
-	if e.Value, _, err = s.fromStorage(ctx, e.Key, e.Value); err != nil {
+func fromStorageEvent(ctx context.Context, t storagevalue.Transformer, e *Event) (err error) {
+	if e.Value, _, err = fromStorage(ctx, t, e.Key, e.Value); err != nil {
 		return err
 	}
-	e.PrevValue, _, err = s.fromStorage(ctx, e.Key, e.PrevValue)
+	e.PrevValue, _, err = fromStorage(ctx, t, e.Key, e.PrevValue)
 	return err
 }
 

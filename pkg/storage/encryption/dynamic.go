@@ -14,7 +14,6 @@ import (
 	"github.com/apichain/apichain/pkg/healthz"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/storage/value"
 	compbasemetrics "k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -76,25 +75,9 @@ func Start(ctx context.Context, o Options, instanceID string, log *slog.Logger) 
 	return d, nil
 }
 
-// For is the transformer of a resource's values under the configuration in use.
-func (d *Dynamic) For(gr schema.GroupResource) value.Transformer {
-	return &resourceTransformer{info: &request.RequestInfo{IsResourceRequest: true, APIGroup: gr.Group, Resource: gr.Resource},
-		t: d.cur.Load().For(gr)}
-}
-
-// resourceTransformer gives kube's transformer the resource its metrics are labelled with.
-type resourceTransformer struct {
-	info *request.RequestInfo
-	t    value.Transformer
-}
-
-func (r *resourceTransformer) TransformFromStorage(ctx context.Context, data []byte, dataCtx value.Context) ([]byte, bool, error) {
-	return r.t.TransformFromStorage(request.WithRequestInfo(ctx, r.info), data, dataCtx)
-}
-
-func (r *resourceTransformer) TransformToStorage(ctx context.Context, data []byte, dataCtx value.Context) ([]byte, error) {
-	return r.t.TransformToStorage(request.WithRequestInfo(ctx, r.info), data, dataCtx)
-}
+// For is the transformer of a resource's values under the configuration in use (nil: kept
+// as they are).
+func (d *Dynamic) For(gr schema.GroupResource) value.Transformer { return d.cur.Load().For(gr) }
 
 func (d *Dynamic) watch(ctx context.Context) {
 	tick := time.NewTicker(ReloadInterval)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/apis/apiserver/install"
 	"k8s.io/apiserver/pkg/apis/apiserver/validation"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/storage/value"
 	aestransformer "k8s.io/apiserver/pkg/storage/value/encrypt/aes"
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
@@ -52,6 +53,7 @@ type Config struct {
 	// hash, not the file, so no key stays in memory outside its transformer).
 	Hash      string
 	resources map[schema.GroupResource]value.Transformer
+	wrapped   sync.Map // schema.GroupResource -> value.Transformer: For's answers
 	kms       []*kmsProvider
 	cancel    context.CancelFunc
 }
@@ -181,17 +183,42 @@ func keyed(keys []apiserver.Key, prefix, kind string, newTransformer func([]byte
 }
 
 // For is the transformer of a resource's values: its own rule's, else its group's
-// ("*.<group>"), else every resource's ("*.*"), else identity, which refuses to read values
-// that are encrypted.
+// ("*.<group>"), else every resource's ("*.*"); nil when no rule names it, so its values are
+// kept as they are at no cost (kube puts an identity transformer there, which refuses a value
+// that is encrypted: such a value fails to decode here instead).
 func (c *Config) For(gr schema.GroupResource) value.Transformer {
-	if c != nil {
-		for _, k := range []schema.GroupResource{gr, {Group: gr.Group, Resource: "*"}, anyGroupAnyResource} {
-			if t := c.resources[k]; t != nil {
-				return t
-			}
+	if c == nil {
+		return nil
+	}
+	if t, ok := c.wrapped.Load(gr); ok {
+		return t.(value.Transformer)
+	}
+	var t value.Transformer
+	for _, k := range []schema.GroupResource{gr, {Group: gr.Group, Resource: "*"}, anyGroupAnyResource} {
+		if r := c.resources[k]; r != nil {
+			t = &resourceTransformer{info: &request.RequestInfo{IsResourceRequest: true, APIGroup: gr.Group, Resource: gr.Resource}, t: r}
+			break
 		}
 	}
-	return identity.NewEncryptCheckTransformer()
+	if t == nil {
+		return nil
+	}
+	actual, _ := c.wrapped.LoadOrStore(gr, t)
+	return actual.(value.Transformer)
+}
+
+// resourceTransformer gives kube's transformer the resource its metrics are labelled with.
+type resourceTransformer struct {
+	info *request.RequestInfo
+	t    value.Transformer
+}
+
+func (r *resourceTransformer) TransformFromStorage(ctx context.Context, data []byte, dataCtx value.Context) ([]byte, bool, error) {
+	return r.t.TransformFromStorage(request.WithRequestInfo(ctx, r.info), data, dataCtx)
+}
+
+func (r *resourceTransformer) TransformToStorage(ctx context.Context, data []byte, dataCtx value.Context) ([]byte, error) {
+	return r.t.TransformToStorage(request.WithRequestInfo(ctx, r.info), data, dataCtx)
 }
 
 func yamlName(gr schema.GroupResource) string {

@@ -51,7 +51,11 @@ func TestResourceRules(t *testing.T) {
 	assert.Error(t, err, "a value moved to another key does not decrypt")
 
 	var none *Config
-	assert.Equal(t, "data", written(t, none.For(schema.GroupResource{Resource: "secrets"}), "k"), "no configuration: identity")
+	assert.Nil(t, none.For(schema.GroupResource{Resource: "secrets"}), "no configuration: values kept as they are")
+	only, err := load(t, "resources:\n- resources: [secrets]\n  providers: [{identity: {}}]\n")
+	require.NoError(t, err)
+	assert.Nil(t, only.For(schema.GroupResource{Resource: "configmaps"}), "no rule: values kept as they are")
+	assert.Same(t, only.For(schema.GroupResource{Resource: "secrets"}), only.For(schema.GroupResource{Resource: "secrets"}), "made once")
 }
 
 // Configurations kube refuses are refused, with kube's messages.
