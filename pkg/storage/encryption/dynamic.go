@@ -67,7 +67,6 @@ func Start(ctx context.Context, o Options, instanceID string, log *slog.Logger) 
 	registerMetrics()
 	d := &Dynamic{file: o.ConfigFile, reload: o.AutomaticReload, id: idHash(instanceID), log: log}
 	d.cur.Store(c)
-	lastConfigInfo.Reset()
 	lastConfigInfo.WithLabelValues(d.id, c.Hash).Set(1)
 	if o.AutomaticReload {
 		go d.watch(ctx)
@@ -110,7 +109,7 @@ func (d *Dynamic) watch(ctx context.Context) {
 		time.AfterFunc(kmsCloseGrace, old.Close)
 		reloads.WithLabelValues("success", d.id).Inc()
 		reloadTime.WithLabelValues("success", d.id).SetToCurrentTime()
-		lastConfigInfo.Reset()
+		lastConfigInfo.DeleteLabelValues(d.id, old.Hash) // one series per server: the configuration in use
 		lastConfigInfo.WithLabelValues(d.id, c.Hash).Set(1)
 		d.log.Info("encryption provider configuration reloaded", "file", d.file, "hash", c.Hash)
 	}
