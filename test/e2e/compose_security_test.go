@@ -28,7 +28,8 @@ import (
 // checkNothingOpen: etcd answers only over TLS and only clients with a certificate from
 // etcd's own CA; NATS only over TLS and only to the services' nkeys, each of which may write
 // its own service's lifecycle state and no other's; a backend mounts, read-only, its own
-// credentials and CA certificates, and neither a CA key nor the gateway's client key.
+// credentials, CA certificates and the encryption at rest configuration, and neither a CA key
+// nor the gateway's client key.
 func (s *stack) checkNothingOpen(t *testing.T, cfg *rest.Config) {
 	core := s.containers("core")[0]
 	mounts := strings.Fields(s.run(time.Minute, "docker", "inspect", "-f", "{{range .Mounts}}{{.Destination}}:{{.RW}} {{end}}", core))
@@ -44,7 +45,10 @@ func (s *stack) checkNothingOpen(t *testing.T, cfg *rest.Config) {
 	}
 	assert.ElementsMatch(t, []string{certs.BundleCA, certs.BundleServingCert, certs.BundleServingKey, certs.BundleHealthcheckCert,
 		certs.BundleHealthcheckKey, certs.BundleEtcdCA, certs.BundleEtcdClientCert, certs.BundleEtcdClientKey, certs.BundleNkey,
-		certs.BundleDelegationCert, certs.BundleDelegationKey, certs.BundleDelegationKubeconfig}, files)
+		certs.BundleDelegationCert, certs.BundleDelegationKey, certs.BundleDelegationKubeconfig, certs.EncryptionConfigFile}, files)
+	if info, err := os.Stat(filepath.Join(dir, "pki", certs.EncryptionConfigFile)); assert.NoError(t, err) {
+		assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "the encryption key is its owner's only")
+	}
 
 	f := func(name string) string { return filepath.Join(dir, "pki", name) }
 	adminCert, adminKey := filepath.Join(dir, "admin.crt"), filepath.Join(dir, "admin.key")
