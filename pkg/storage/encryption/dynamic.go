@@ -34,9 +34,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"Setting this to true disables the ability to uniquely identify distinct KMS plugins via the API server healthz endpoints.")
 }
 
-// ReloadInterval is how often a reloaded configuration file is read for changes (kube: a
-// minute; reading a small file and hashing it costs nothing).
-const ReloadInterval = 10 * time.Second
+// reloadInterval is how often a reloaded configuration file is read for changes (kube: a
+// minute; reading a small file and hashing it costs nothing). Tests shorten it.
+var reloadInterval = 10 * time.Second
 
 // kmsCloseGrace is how long a replaced configuration's KMS connections stay for the
 // requests still using them.
@@ -79,7 +79,7 @@ func Start(ctx context.Context, o Options, instanceID string, log *slog.Logger) 
 func (d *Dynamic) For(gr schema.GroupResource) value.Transformer { return d.cur.Load().For(gr) }
 
 func (d *Dynamic) watch(ctx context.Context) {
-	tick := time.NewTicker(ReloadInterval)
+	tick := time.NewTicker(reloadInterval)
 	defer tick.Stop()
 	for {
 		select {

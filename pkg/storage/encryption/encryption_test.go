@@ -2,14 +2,20 @@ package encryption
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/storage/value"
+	compbasemetrics "k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
 )
 
 const key32 = "1K5VNyrulsRfYaPHsRebl/pFRT50UtNG3Fo7uiKIKHM=" // 32 bytes
@@ -88,4 +94,45 @@ func TestInvalidConfigurations(t *testing.T) {
 			assert.Error(t, err)
 		})
 	}
+}
+
+// With automatic reload, a changed valid file replaces the configuration in use; an invalid
+// one is counted as a failure and the last good one stays.
+func TestAutomaticReload(t *testing.T) {
+	reloadInterval = 20 * time.Millisecond
+	defer func() { reloadInterval = 10 * time.Second }()
+	file := filepath.Join(t.TempDir(), "enc.yaml")
+	write := func(body string) {
+		require.NoError(t, os.WriteFile(file, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\n"+body), 0o600))
+	}
+	secretbox := func(name string) string {
+		return "resources:\n- resources: [secrets]\n  providers: [{secretbox: {keys: [{name: " + name + ", secret: " + key32 + "}]}}]\n"
+	}
+	write(secretbox("one"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d, err := Start(ctx, Options{ConfigFile: file, AutomaticReload: true}, "reload-test", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	secrets := schema.GroupResource{Resource: "secrets"}
+	assert.Regexp(t, `^k8s:enc:secretbox:v1:one:`, written(t, d.For(secrets), "k"))
+	require.Len(t, d.HealthChecks(), 1, "kms-providers, with reload")
+	assert.Equal(t, "kms-providers", d.HealthChecks()[0].Name())
+
+	failures := func() float64 { return counter(t, reloads.WithLabelValues("failure", idHash("reload-test"))) }
+	before := failures()
+	write("resources: [{resources: [secrets]}]\n") // no providers: invalid
+	require.Eventually(t, func() bool { return failures() > before }, 10*time.Second, 10*time.Millisecond, "the bad file is counted")
+	assert.Regexp(t, `^k8s:enc:secretbox:v1:one:`, written(t, d.For(secrets), "k"), "the last good configuration stays")
+
+	write(secretbox("two"))
+	require.Eventually(t, func() bool {
+		return strings.HasPrefix(written(t, d.For(secrets), "k"), "k8s:enc:secretbox:v1:two:")
+	}, 10*time.Second, 10*time.Millisecond, "the new file is in use")
+}
+
+func counter(t *testing.T, c compbasemetrics.CounterMetric) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(c)
+	require.NoError(t, err)
+	return v
 }
