@@ -35,6 +35,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Backend is one backend process (or one backend inside the all-in-one).
@@ -112,7 +113,11 @@ func New(opts *Options, served []*discoveryv1.GroupVersion, nc *nats.Conn, log *
 	b := &Backend{Server: srv, Etcd: etcd, Log: log, opts: opts, ln: ln, nc: nc, health: health.NewServer(),
 		discovery: NewDiscovery(served), instances: lifecycle.NewRegistry(opts.Lifecycle.TTL), tracer: tracer}
 	b.peers = routing.NewRouter(b.instances, routing.NewPool(credentials.NewTLS(peerTLS), tracer.DialOptions()...))
-	b.store = storage.NewStore(etcd).Guarded(b.owns)
+	b.store = storage.NewStore(etcd, opts.EtcdPrefix).Guarded(b.owns).Resolving(b.resourceOf)
+	if err := refuseLegacyLayout(etcd, opts, log); err != nil {
+		b.close()
+		return nil, err
+	}
 	encCtx, stopEncryption := context.WithCancel(context.Background())
 	b.stopEncryption = stopEncryption
 	enc, err := encryption.Start(encCtx, opts.Encryption, opts.Lifecycle.InstanceID, log)
@@ -215,6 +220,9 @@ func (b *Backend) SetResources(r resourcev1.ResourceServiceServer) { b.resources
 func (b *Backend) InstallRegistry(scheme *registry.Scheme, set *registry.Set) (*registry.Handler, error) {
 	b.SetOpenAPI(set)
 	h := registry.NewHandler(scheme, set, b.store, b.Stopping())
+	if err := h.SetStorageMediaType(b.opts.StorageMediaType); err != nil {
+		return nil, err
+	}
 	h.WarmUp()
 	b.SetResources(h)
 	return h, b.Server.AddPostStartHook("start-watch-cache", func(ctx context.Context) error {
@@ -232,6 +240,35 @@ func (b *Backend) Store() *storage.Store { return b.store }
 // ClaimKeys adds keys under prefix to what Store may touch (core's node-port allocations,
 // which are no kind); call it before Run.
 func (b *Backend) ClaimKeys(prefix string) { b.claimed = append(b.claimed, prefix) }
+
+// refuseLegacyLayout refuses to serve an etcd that holds an earlier apichain's layout: its
+// objects would be invisible, and new ones written beside them. The all-in-one migrates on
+// its own; split services are told the command. An etcd that does not answer in time is let
+// through (it is not known to hold anything; the services start while etcd comes up).
+func refuseLegacyLayout(etcd *clientv3.Client, opts *Options, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	legacy, err := registry.NeedsLayoutMigration(ctx, etcd, storage.CleanPrefix(opts.EtcdPrefix))
+	if err != nil {
+		log.Warn("could not check etcd's storage layout", "err", err)
+		return nil
+	}
+	if legacy {
+		return fmt.Errorf("%w: stop every apichain service and run \"apichain storage migrate --etcd-servers %s\" once, with the etcd TLS flags, "+
+			"--etcd-prefix and --encryption-provider-config the services use (it is resumable), then start them", registry.ErrLegacyLayout, strings.Join(opts.EtcdServers, ","))
+	}
+	return nil
+}
+
+// resourceOf names the resource key is of, for the store's encryption and metrics.
+func (b *Backend) resourceOf(key string) (schema.GroupResource, bool) {
+	if o, ok := b.resources.(interface {
+		ResourceOf(key string) (schema.GroupResource, bool)
+	}); ok {
+		return o.ResourceOf(key)
+	}
+	return schema.GroupResource{}, false
+}
 
 func (b *Backend) owns(key string) bool {
 	if o, ok := b.resources.(interface{ Owns(key string) bool }); ok && o.Owns(key) {

@@ -364,24 +364,34 @@ func TestStorageOwnsOnlyWhatTheBackendServes(t *testing.T) {
 	require.NoError(t, err)
 	configMaps := &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "configmaps", Kind: "ConfigMap", Namespaced: true,
 		New: func() runtime.Object { return &corev1.ConfigMap{} }, NewList: func() runtime.Object { return &corev1.ConfigMapList{} }}
+	services := &registry.Resource{GroupVersion: corev1.SchemeGroupVersion, Name: "services", Kind: "Service", Namespaced: true,
+		New: func() runtime.Object { return &corev1.Service{} }, NewList: func() runtime.Object { return &corev1.ServiceList{} }}
 	b := &Backend{Log: discardLog()}
-	h := registry.NewHandler(scheme, registry.NewSet(configMaps), storage.NewStore(nil), nil)
+	h := registry.NewHandler(scheme, registry.NewSet(configMaps, services), new(storage.Store), nil)
 	b.SetResources(h)
-	b.ClaimKeys("/registry/apichain/nodeports/")
+	b.ClaimKeys("/apichain/nodeports/")
 
+	// Keys are under the etcd prefix, in kube's layout.
 	for key, want := range map[string]bool{
-		"/registry/core/configmaps/ns/x":      true,
-		"/registry/core/configmaps/":          true, // a list or watch of all of them
-		"/registry/core/configmaps/ns/":       true,
-		"/registry/apichain/nodeports/30000":  true,
-		"/registry/core/namespaces/x":         false, // core's, not this backend's
-		"/registry/core/configmapsx/ns/x":     false,
-		"/registry/":                          false, // everything
-		"/registry/core/":                     false,
-		"/registry/apiextensions.k8s.io/crds": false,
+		"/configmaps/ns/x":           true,
+		"/configmaps/":               true, // a list or watch of all of them
+		"/configmaps/ns/":            true,
+		"/services/specs/ns/x":       true,
+		"/services/specs/":           true,
+		"/apichain/nodeports/30000":  true,
+		"/namespaces/x":              false, // core's, not this backend's
+		"/configmapsx/ns/x":          false,
+		"/services/endpoints/ns/x":   false,
+		"/services/":                 false, // two resources' keys
+		"/":                          false, // everything
+		"/apiextensions.k8s.io/crds": false,
+		"/core/configmaps/ns/x":      false, // an earlier apichain's layout
 	} {
 		assert.Equal(t, want, b.owns(key), key)
 	}
+	gr, ok := b.resourceOf("/services/specs/ns/x")
+	assert.True(t, ok)
+	assert.Equal(t, "services", gr.Resource)
 	h.SetResources(registry.NewSet())
-	assert.False(t, b.owns("/registry/core/configmaps/ns/x"), "a kind no longer served is no longer owned")
+	assert.False(t, b.owns("/configmaps/ns/x"), "a kind no longer served is no longer owned")
 }

@@ -7,13 +7,17 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/apichain/apichain/pkg/admission/plugins"
 	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/controller"
 	"github.com/apichain/apichain/pkg/lifecycle"
+	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/server"
+	"github.com/apichain/apichain/pkg/storage"
 	"github.com/apichain/apichain/pkg/storage/encryption"
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/pkg/tracing"
@@ -34,7 +38,10 @@ type Options struct {
 	// etcd's client TLS (kube-apiserver's flags): the CA that signed etcd's serving
 	// certificate, and this backend's client certificate when etcd asks for one.
 	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
-	MaxConnectionAge                      time.Duration
+	// EtcdPrefix and StorageMediaType are kube-apiserver's --etcd-prefix and
+	// --storage-media-type: where objects are kept in etcd and how they are encoded.
+	EtcdPrefix, StorageMediaType string
+	MaxConnectionAge             time.Duration
 	// MetricsBindAddress serves /metrics over HTTPS (empty: not served), to callers the API
 	// server reviews through the kubeconfigs (kube's delegated authentication and authorization).
 	MetricsBindAddress                                string
@@ -54,6 +61,8 @@ func NewOptions(service string) *Options {
 		Lifecycle:        lifecycle.NewOptions(),
 		BindAddress:      fmt.Sprintf("0.0.0.0:%d", topology.BackendPort),
 		EtcdServers:      []string{"http://127.0.0.1:2379"},
+		EtcdPrefix:       storage.DefaultPrefix,
+		StorageMediaType: registry.StorageMediaTypes[0],
 		MaxConnectionAge: 2 * time.Minute,
 		Generic:          server.DefaultOptions(),
 	}
@@ -68,6 +77,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EtcdCAFile, "etcd-cafile", o.EtcdCAFile, "SSL Certificate Authority file used to secure etcd communication.")
 	fs.StringVar(&o.EtcdCertFile, "etcd-certfile", o.EtcdCertFile, "SSL certification file used to secure etcd communication.")
 	fs.StringVar(&o.EtcdKeyFile, "etcd-keyfile", o.EtcdKeyFile, "SSL key file used to secure etcd communication.")
+	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "The prefix to prepend to all resource paths in etcd.")
+	fs.StringVar(&o.StorageMediaType, "storage-media-type", o.StorageMediaType,
+		"The media type to use to store objects in storage. Custom resources are always stored as JSON. Supported media types: ["+strings.Join(registry.StorageMediaTypes, ", ")+"]")
 	fs.DurationVar(&o.MaxConnectionAge, "max-connection-age", o.MaxConnectionAge, "Close gRPC connections after this age so clients re-resolve and new replicas get traffic.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
 		"Address to serve /metrics on over HTTPS with the serving certificate (empty: not served). Callers need get on /metrics, as on kube-apiserver.")
@@ -94,6 +106,9 @@ func (o *Options) Validate() error {
 	}
 	if len(o.EtcdServers) == 0 {
 		errs = append(errs, errors.New("--etcd-servers is required"))
+	}
+	if !slices.Contains(registry.StorageMediaTypes, o.StorageMediaType) {
+		errs = append(errs, fmt.Errorf("--storage-media-type %q is not one of %s", o.StorageMediaType, strings.Join(registry.StorageMediaTypes, ", ")))
 	}
 	if (o.EtcdCertFile == "") != (o.EtcdKeyFile == "") {
 		errs = append(errs, errors.New("--etcd-certfile and --etcd-keyfile must be given together"))

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"strconv"
 	"sync"
@@ -152,13 +151,13 @@ type Change struct {
 // writes it may have missed.
 func (c *Client) Watch(ctx context.Context, r *Resource) <-chan Change {
 	if r != nil {
-		return c.watchPrefix(ctx, prefix(r, ""))
+		return c.watchPrefix(ctx, r)
 	}
 	// One watch per resource: a service watches only the kinds it owns.
 	out := make(chan Change, 100)
 	var wg sync.WaitGroup
 	for _, r := range c.Resources() {
-		in := c.watchPrefix(ctx, prefix(r, ""))
+		in := c.watchPrefix(ctx, r)
 		wg.Go(func() {
 			for change := range in {
 				select {
@@ -176,7 +175,8 @@ func (c *Client) Watch(ctx context.Context, r *Resource) <-chan Change {
 	return out
 }
 
-func (c *Client) watchPrefix(ctx context.Context, keyPrefix string) <-chan Change {
+func (c *Client) watchPrefix(ctx context.Context, r *Resource) <-chan Change {
+	keyPrefix := prefix(r, "")
 	out := make(chan Change, 100)
 	// Set up before returning: a write made after Watch returns is reported (a controller's
 	// first pass runs after Watch and must not miss the writes that follow it). From the
@@ -198,9 +198,7 @@ func (c *Client) watchPrefix(ctx context.Context, keyPrefix string) <-chan Chang
 				var change Change
 				if ev.Err == nil {
 					change.Deleted = ev.Type == storage.Deleted
-					// The stored form is JSON (encodeStored): the key is there once the object
-					// is marked for deletion.
-					change.Deleting = !change.Deleted && bytes.Contains(ev.Value, []byte(`"deletionTimestamp"`))
+					change.Deleting = !change.Deleted && c.markedForDeletion(r, ev.Value)
 				}
 				select {
 				case out <- change:
@@ -217,6 +215,17 @@ func (c *Client) watchPrefix(ctx context.Context, keyPrefix string) <-chan Chang
 		}
 	}()
 	return out
+}
+
+// markedForDeletion reports whether a stored object of r has a deletion timestamp (an
+// object that does not decode counts as not).
+func (c *Client) markedForDeletion(r *Resource, data []byte) bool {
+	obj, err := decodeStoredForm(r, data)
+	if err != nil {
+		return false
+	}
+	acc, err := meta.Accessor(obj)
+	return err == nil && acc.GetDeletionTimestamp() != nil
 }
 
 // objectRef names one object of r.

@@ -210,7 +210,7 @@ var fuzzSeedObjects sync.Once
 
 func FuzzContinueToken(f *testing.F) {
 	enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
-	f.Add(encodeContinue(5, "/registry/core/configmaps/ns/a", "/registry/core/configmaps/ns/"))
+	f.Add(encodeContinue(5, "/configmaps/ns/a", "/configmaps/ns/"))
 	f.Add(enc(`{"v":"meta.k8s.io/v1","rv":1,"start":"a"}`))
 	f.Add(enc(`{"v":"meta.k8s.io/v1","rv":9223372036854775807,"start":"a"}`))
 	f.Add(enc(`{"v":"meta.k8s.io/v1","rv":-1,"start":"a"}`))
@@ -219,7 +219,7 @@ func FuzzContinueToken(f *testing.F) {
 	f.Add(enc(`{"v":"meta.k8s.io/v1","rv":1e3,"start":"a"}`))
 	f.Add("")
 	f.Add("====")
-	const keyPrefix = "/registry/core/configmaps/ns/"
+	const keyPrefix = "/configmaps/ns/"
 	f.Fuzz(func(t *testing.T, token string) {
 		rev, start, err := decodeContinue(token, keyPrefix)
 		if err != nil {

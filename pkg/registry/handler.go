@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +29,8 @@ type Handler struct {
 	store    *storage.Store
 	stopping <-chan struct{}
 	now      func() time.Time
+	// storageMedia is the media type objects are written in (kube's --storage-media-type).
+	storageMedia string
 
 	caches atomic.Pointer[caches]
 
@@ -40,9 +43,23 @@ type Handler struct {
 
 // NewHandler serves set from store; watches end when stopping closes.
 func NewHandler(scheme *Scheme, set *Set, store *storage.Store, stopping <-chan struct{}) *Handler {
-	h := &Handler{scheme: scheme, store: store, stopping: stopping, now: time.Now}
+	h := &Handler{scheme: scheme, store: store, stopping: stopping, now: time.Now, storageMedia: MediaProtobuf}
 	h.set.Store(set)
 	return h
+}
+
+// StorageMediaTypes are the media types objects may be stored in, the first the default:
+// kube's --storage-media-type (custom resources, which have no protobuf form, are JSON).
+var StorageMediaTypes = []string{MediaProtobuf, MediaJSON}
+
+// SetStorageMediaType sets the media type objects are written in, before the handler serves;
+// objects are read in either.
+func (h *Handler) SetStorageMediaType(media string) error {
+	if !slices.Contains(StorageMediaTypes, media) {
+		return fmt.Errorf("storage media type %q is not one of %s", media, strings.Join(StorageMediaTypes, ", "))
+	}
+	h.storageMedia = media
+	return nil
 }
 
 // SetResources replaces the served set (extensions' custom resources come and go with their
@@ -59,8 +76,14 @@ func (h *Handler) Resources() *Set { return h.set.Load() }
 // Owns reports whether key (or a key prefix) belongs to a stored resource of the served set:
 // the backend's storage guard asks it, so that a service stores only the kinds it serves.
 func (h *Handler) Owns(key string) bool {
-	p := resourcePrefixOf(key)
-	return p != "" && h.set.Load().prefixes[p]
+	_, ok := h.ResourceOf(key)
+	return ok
+}
+
+// ResourceOf names the stored resource of the served set whose objects are kept under key
+// (or a key prefix): the store's layout, for encryption and metrics.
+func (h *Handler) ResourceOf(key string) (schema.GroupResource, bool) {
+	return resourceOf(h.set.Load().prefixes, key)
 }
 
 // lookup finds the resource of a request; one this backend does not serve is "not served",
@@ -197,7 +220,7 @@ func (h *Handler) get(ctx context.Context, r *Resource, namespace, name, rv stri
 	}
 	obj, err := h.decodeStored(r, kv.Value, kv.ModRevision)
 	if err != nil { // kube names the key below its storage prefix
-		return nil, apierrors.NewInternalError(errors.New(corruptObject(strings.TrimPrefix(kv.Key, strings.TrimSuffix(keyRoot, "/")), kv.ModRevision, err)))
+		return nil, apierrors.NewInternalError(errors.New(corruptObject(kv.Key, kv.ModRevision, err)))
 	}
 	return obj, nil
 }

@@ -223,7 +223,8 @@ func (h *Handler) listEtcd(ctx context.Context, r *Resource, keyPrefix string, s
 			startKey = kv.Key
 			obj, err := h.decodeStored(r, kv.Value, kv.ModRevision)
 			if err != nil {
-				corruptKeys, corrupt = append(corruptKeys, kv.Key), append(corrupt, corruptObject(kv.Key, kv.ModRevision, err))
+				full := h.store.Prefix() + kv.Key // kube names a list's corrupt objects by their keys in etcd
+				corruptKeys, corrupt = append(corruptKeys, full), append(corrupt, corruptObject(full, kv.ModRevision, err))
 				if len(corrupt) >= maxCorruptInList {
 					return nil, corruptList(r.GroupResource(), corruptKeys, corrupt, true)
 				}

@@ -57,7 +57,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer testClient.Close()
-	testStore = storage.NewStore(testClient)
+	testStore = storage.NewStore(testClient, storage.DefaultPrefix)
 	testScheme, err = NewScheme(corev1.AddToScheme, appsv1.AddToScheme, autoscalingv1.AddToScheme)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -21,56 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// keyRoot is the prefix of every stored object's key, as in kube.
-const keyRoot = "/registry/"
-
-// key is the etcd key of an object: /registry/<group>/<resource>/[<namespace>/]<name>, with
-// "core" for the legacy group.
-func key(r *Resource, namespace, name string) string {
-	k := prefix(r, namespace)
-	return k + name
-}
-
-// prefix is the key prefix of a resource's objects, in one namespace when given.
-func prefix(r *Resource, namespace string) string {
-	k := resourcePrefix(r)
-	if r.Namespaced && namespace != "" {
-		k += namespace + "/"
-	}
-	return k
-}
-
-// resourcePrefix is the key prefix of all of a resource's objects: its group's, or the group's
-// it is stored in (events.k8s.io's Events are core's).
-func resourcePrefix(r *Resource) string {
-	g := r.GroupVersion.Group
-	if r.Convert != nil {
-		g = r.Convert.Stored.Group
-	}
-	if g == "" {
-		g = "core"
-	}
-	return keyRoot + g + "/" + r.Name + "/"
-}
-
-// resourcePrefixOf is the part of a key (or key prefix) that names its resource, as
-// resourcePrefix makes it; "" for a key that names none.
-func resourcePrefixOf(key string) string {
-	rest, ok := strings.CutPrefix(key, keyRoot)
-	if !ok {
-		return ""
-	}
-	group, rest, ok := strings.Cut(rest, "/")
-	if !ok || group == "" {
-		return ""
-	}
-	resource, _, ok := strings.Cut(rest, "/")
-	if !ok || resource == "" {
-		return ""
-	}
-	return key[:len(keyRoot)+len(group)+1+len(resource)+1] // a part of key: no allocation on every storage call
-}
-
 // decodeStored reads a stored object and sets its resourceVersion to the etcd revision.
 func (h *Handler) decodeStored(r *Resource, data []byte, rev int64) (runtime.Object, error) {
 	obj, err := decodeStoredForm(r, data)
@@ -86,16 +37,37 @@ func (h *Handler) decodeStored(r *Resource, data []byte, rev int64) (runtime.Obj
 }
 
 // decodeStoredForm decodes a stored object into the resource's type (a custom resource keeps
-// the version it was stored in, for ConvertVersion).
+// the version it was stored in, for ConvertVersion). Protobuf or JSON, whatever the media
+// type objects are now written in, and in the resource's own version or the one it is stored
+// as: kube's storage reads both encodings, and an earlier apichain wrote some kinds in their
+// served version.
 func decodeStoredForm(r *Resource, data []byte) (runtime.Object, error) {
+	c := r.Convert
+	if bytes.HasPrefix(data, protobufPrefix) {
+		obj, conv, err := unmarshalProtobuf(r, data)
+		if err != nil {
+			return nil, fmt.Errorf("decoding stored %s: %w", r.Name, err)
+		}
+		if conv {
+			obj = c.FromStored(obj)
+		}
+		return obj, nil
+	}
 	obj := r.New()
-	if c := r.Convert; c != nil {
+	if c != nil {
 		obj = c.NewStored()
 	}
 	if err := json.Unmarshal(data, obj); err != nil {
 		return nil, fmt.Errorf("decoding stored %s: %w", r.Name, err)
 	}
-	if c := r.Convert; c != nil {
+	if c != nil {
+		if obj.GetObjectKind().GroupVersionKind().GroupVersion() == r.GroupVersion && c.Stored != r.GroupVersion {
+			obj = r.New() // written in its served version
+			if err := json.Unmarshal(data, obj); err != nil {
+				return nil, fmt.Errorf("decoding stored %s: %w", r.Name, err)
+			}
+			return obj, nil
+		}
 		obj = c.FromStored(obj)
 	}
 	return obj, nil
@@ -117,7 +89,8 @@ func finishStored(r *Resource, obj runtime.Object, rev int64) (runtime.Object, e
 	return obj, nil
 }
 
-// encodeStored is the stored form: JSON without resourceVersion (the revision is the version).
+// encodeStored is the stored form, in the resource's storage version and the handler's
+// storage media type, without resourceVersion (the revision is the version), as kube's.
 func (h *Handler) encodeStored(r *Resource, obj runtime.Object) ([]byte, error) {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
@@ -127,24 +100,21 @@ func (h *Handler) encodeStored(r *Resource, obj runtime.Object) ([]byte, error) 
 	acc.SetResourceVersion("")
 	defer acc.SetResourceVersion(rv)
 	if c := r.Convert; c != nil {
-		stored := c.ToStored(obj)
-		stored.GetObjectKind().SetGroupVersionKind(c.Stored.WithKind(r.Kind))
-		return json.Marshal(stored)
+		return marshalStored(c.ToStored(obj), c.Stored.WithKind(r.Kind), h.storageMedia)
 	}
 	if r.ConvertVersion != nil && !r.StoredAs.Empty() {
 		stored, err := r.ConvertVersion(obj, r.StoredAs)
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(stored)
+		return marshalStored(stored, stored.GetObjectKind().GroupVersionKind(), h.storageMedia)
 	}
 	gv := r.GroupVersion
 	if !r.StoredAs.Empty() {
 		gv = r.StoredAs
 		defer obj.GetObjectKind().SetGroupVersionKind(r.GroupVersion.WithKind(r.Kind))
 	}
-	obj.GetObjectKind().SetGroupVersionKind(gv.WithKind(r.Kind))
-	return json.Marshal(obj)
+	return marshalStored(obj, gv.WithKind(r.Kind), h.storageMedia)
 }
 
 // readBack is what a write returns: the object as a read of the stored one gives it (a

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -66,6 +67,10 @@ type Resource struct {
 	// ValidateCreate checks rules that apply on create only (a kind whose update rules differ,
 	// as a CRD's ratchet).
 	ValidateCreate func(obj runtime.Object) field.ErrorList
+	// StoragePrefix is where objects are kept under the etcd prefix when it is not kube's
+	// default for a built-in kind (its name, or one of kube's special prefixes): custom
+	// resources, CRDs and APIServices are kept under "<group>/<resource>".
+	StoragePrefix string
 	// StoredAs is the group/version objects are stored in when it is not the resource's own (a
 	// custom resource served in several versions is stored in its CRD's storage version).
 	StoredAs schema.GroupVersion
@@ -165,6 +170,28 @@ type Conversion struct {
 	NewStored  func() runtime.Object
 	ToStored   func(obj runtime.Object) runtime.Object
 	FromStored func(stored runtime.Object) runtime.Object
+}
+
+// StoredInVersion keeps a kind in another version of its group, as kube keeps some kinds in
+// an earlier version for a release after a newer one was added, so that a downgrade reads
+// them (its storage factory's overrides). The stored version has every field of the served
+// one (it may have more, which a served object leaves empty), so an object is carried over
+// field by field.
+func StoredInVersion(stored schema.GroupVersion, newStored, newServed func() runtime.Object) *Conversion {
+	carry := func(in runtime.Object, out runtime.Object) runtime.Object {
+		data, err := json.Marshal(in)
+		if err == nil {
+			err = json.Unmarshal(data, out)
+		}
+		if err != nil {
+			panic(fmt.Sprintf("carrying %T to %T: %v", in, out, err)) // same fields: cannot fail
+		}
+		return out
+	}
+	return &Conversion{Stored: stored, NewStored: newStored,
+		ToStored:   func(o runtime.Object) runtime.Object { return carry(o, newStored()) },
+		FromStored: func(o runtime.Object) runtime.Object { return carry(o, newServed()) },
+	}
 }
 
 // specField is the field whose changes bump generation.
@@ -283,8 +310,9 @@ func (r *Resource) Discovery() *discoveryv1.Resource {
 type Set struct {
 	order []*Resource
 	byGVR map[schema.GroupVersionResource]*Resource
-	// prefixes are the stored resources' key prefixes (resourcePrefix).
-	prefixes map[string]bool
+	// prefixes are the stored resources' key prefixes (resourcePrefix) and the resource each
+	// keeps there.
+	prefixes map[string]schema.GroupResource
 
 	v2Once sync.Once
 	v2     []byte
@@ -293,12 +321,12 @@ type Set struct {
 
 // NewSet indexes resources; discovery lists group/versions in the order first seen.
 func NewSet(resources ...*Resource) *Set {
-	s := &Set{byGVR: map[schema.GroupVersionResource]*Resource{}, prefixes: map[string]bool{}}
+	s := &Set{byGVR: map[schema.GroupVersionResource]*Resource{}, prefixes: map[string]schema.GroupResource{}}
 	for _, r := range resources {
 		s.order = append(s.order, r)
 		s.byGVR[r.GroupVersionResource()] = r
 		if r.stored() {
-			s.prefixes[resourcePrefix(r)] = true
+			s.prefixes[resourcePrefix(r)] = r.StoredGroupResource()
 		}
 	}
 	return s

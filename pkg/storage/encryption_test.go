@@ -48,11 +48,11 @@ func TestEncryptedValues(t *testing.T) {
 	keys := map[string]string{}
 	s := testStore.Encrypted(aescbcConfig(t, keys, "k1"))
 	ns := fmt.Sprintf("ns%d", runs.Add(1))
-	key := "/registry/core/secrets/" + ns + "/a"
+	key := "/secrets/" + ns + "/a"
 	rev, err := s.Create(ctx, key, []byte(`{"data":"plaintext"}`))
 	require.NoError(t, err)
 
-	raw, err := testClient.Get(ctx, key)
+	raw, err := testClient.Get(ctx, "/registry"+key)
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(raw.Kvs[0].Value), "k8s:enc:aescbc:v1:k1:"), "%q", raw.Kvs[0].Value)
 	assert.NotContains(t, string(raw.Kvs[0].Value), "plaintext")
@@ -61,12 +61,12 @@ func TestEncryptedValues(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `{"data":"plaintext"}`, string(kv.Value))
 	assert.False(t, kv.Stale)
-	list, err := s.List(ctx, "/registry/core/secrets/"+ns, 0, "", 0)
+	list, err := s.List(ctx, "/secrets/"+ns, 0, "", 0)
 	require.NoError(t, err)
 	require.Len(t, list.KVs, 1)
 	assert.Equal(t, `{"data":"plaintext"}`, string(list.KVs[0].Value))
 
-	events := s.Watch(ctx, "/registry/core/secrets/"+ns, rev)
+	events := s.Watch(ctx, "/secrets/"+ns, rev)
 	_, err = s.Update(ctx, key, []byte(`{"data":"second"}`), rev)
 	require.NoError(t, err)
 	ev := <-events
@@ -89,10 +89,10 @@ func TestEncryptedValues(t *testing.T) {
 	assert.ErrorIs(t, err, ErrTransform)
 	assert.NotContains(t, err.Error(), "second")
 
-	plain := "/registry/core/configmaps/" + ns + "/a"
+	plain := "/configmaps/" + ns + "/a"
 	_, err = s.Create(ctx, plain, []byte("visible"))
 	require.NoError(t, err)
-	raw, err = testClient.Get(ctx, plain)
+	raw, err = testClient.Get(ctx, "/registry"+plain)
 	require.NoError(t, err)
 	assert.Equal(t, "visible", string(raw.Kvs[0].Value), "configmaps are not in the configuration")
 }

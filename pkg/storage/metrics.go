@@ -2,7 +2,6 @@ package storage
 
 import (
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -41,29 +40,11 @@ func init() {
 }
 
 // recordRequest observes one etcd request on key (or a prefix of keys) as kube does.
-func recordRequest(operation, key string, err error, start time.Time) {
-	group, resource := groupResource(key)
-	etcdRequestLatency.WithLabelValues(operation, group, resource).Observe(time.Since(start).Seconds())
-	etcdRequestCounts.WithLabelValues(operation, group, resource).Inc()
+func (s *Store) recordRequest(operation, key string, err error, start time.Time) {
+	gr := s.groupResource(key)
+	etcdRequestLatency.WithLabelValues(operation, gr.Group, gr.Resource).Observe(time.Since(start).Seconds())
+	etcdRequestCounts.WithLabelValues(operation, gr.Group, gr.Resource).Inc()
 	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrAlreadyExists) && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNotOwned) {
-		etcdRequestErrorCounts.WithLabelValues(operation, group, resource).Inc()
+		etcdRequestErrorCounts.WithLabelValues(operation, gr.Group, gr.Resource).Inc()
 	}
-}
-
-// groupResource reads a key's group and resource: /registry/<group|core>/<resource>/...
-// ("core" is the legacy group, ""). Keys outside that layout count under their second segment.
-func groupResource(key string) (group, resource string) {
-	rest, ok := strings.CutPrefix(key, "/registry/")
-	if !ok {
-		return "", ""
-	}
-	parts := strings.SplitN(rest, "/", 3)
-	if len(parts) < 2 {
-		return "", parts[0]
-	}
-	group = parts[0]
-	if group == "core" {
-		group = ""
-	}
-	return group, parts[1]
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/namespace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -58,7 +59,9 @@ type faultyKV struct {
 
 func faulty(faults ...fault) (*Store, *faultyKV) {
 	f := &faultyKV{KV: testClient.KV, faults: faults}
-	return &Store{client: testClient, kv: f}, f
+	s := NewStore(testClient, DefaultPrefix)
+	s.kv = namespace.NewKV(f, s.prefix)
+	return s, f
 }
 
 func (f *faultyKV) next() fault {
@@ -73,13 +76,14 @@ func (f *faultyKV) next() fault {
 	return next
 }
 
-func (f *faultyKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+// Do serves the reads of the store's prefixed KV (etcd's namespace package reads through Do).
+func (f *faultyKV) Do(ctx context.Context, op clientv3.Op) (clientv3.OpResponse, error) {
 	if fl := f.next(); fl != nil {
-		var resp *clientv3.GetResponse
-		err := fl(ctx, func() (err error) { resp, err = f.KV.Get(ctx, key, opts...); return err })
+		var resp clientv3.OpResponse
+		err := fl(ctx, func() (err error) { resp, err = f.KV.Do(ctx, op); return err })
 		return resp, err
 	}
-	return f.KV.Get(ctx, key, opts...)
+	return f.KV.Do(ctx, op)
 }
 
 func (f *faultyKV) Txn(ctx context.Context) clientv3.Txn {

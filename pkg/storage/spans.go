@@ -11,13 +11,13 @@ import (
 
 // startSpan starts kube's etcd3 span for an operation on key (kube's names and attributes;
 // the etcd client's own call is its child): nothing when the request is not traced.
-func startSpan(ctx context.Context, name, key string) (context.Context, oteltrace.Span) {
+func (s *Store) startSpan(ctx context.Context, name, key string) (context.Context, oteltrace.Span) {
 	if !spans.Recording(ctx) {
 		return spans.Start(ctx, name)
 	}
-	group, resource := groupResource(key)
+	gr := s.groupResource(key)
 	return spans.Start(ctx, name, attribute.String("audit-id", audit.IDFrom(ctx)), attribute.String("key", key),
-		attribute.String("group", group), attribute.String("resource", resource))
+		attribute.String("group", gr.Group), attribute.String("resource", gr.Resource))
 }
 
 // endSpan records the call's outcome as kube's events do ("Txn call succeeded", "Get call

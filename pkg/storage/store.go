@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/namespace"
 	"google.golang.org/grpc/metadata"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	storagevalue "k8s.io/apiserver/pkg/storage/value"
@@ -33,12 +35,24 @@ var (
 // Store keeps objects as bytes under keys in etcd; an object's resource version is its
 // etcd mod revision. Reads and writes ride through etcd's unavailability (a leader change, a
 // member gone) within their request's deadline; see retry.go.
+//
+// Keys are kube's: relative to the etcd prefix (--etcd-prefix, "/registry" by default), which
+// the store adds on the way to etcd and takes off on the way back, as kube's etcd3 store does
+// ("/configmaps/default/x" is kept at "/registry/configmaps/default/x").
 type Store struct {
-	client *clientv3.Client
-	kv     clientv3.KV // the client's; tests put failures in between
-	owns   func(key string) bool
-	values Transformers
+	client  *clientv3.Client
+	kv      clientv3.KV      // the client's under the prefix; tests put failures in between
+	watcher clientv3.Watcher // the client's under the prefix
+	prefix  string
+	owns    func(key string) bool
+	// resourceOf names the resource a key (or key prefix) is of, for encryption and metrics.
+	resourceOf func(key string) (schema.GroupResource, bool)
+	values     Transformers
 }
+
+// DefaultPrefix is where objects are kept in etcd unless told otherwise: kube-apiserver's
+// --etcd-prefix default.
+const DefaultPrefix = "/registry"
 
 // Transformers give the transformer of each resource's values between what the registry
 // writes and what etcd keeps: encryption at rest (pkg/storage/encryption).
@@ -55,13 +69,32 @@ func (s *Store) Encrypted(t Transformers) *Store {
 	return &g
 }
 
+// Resolving returns a store that learns which resource a key is of from resourceOf (the
+// registry's layout), for the resource's encryption and its metrics' labels.
+func (s *Store) Resolving(resourceOf func(key string) (schema.GroupResource, bool)) *Store {
+	g := *s
+	g.resourceOf = resourceOf
+	return &g
+}
+
+// groupResource is the resource key (or a key prefix) is of. Without a layout, or for a key
+// no resource has, it is named by its first segment, as kube's default prefixes are.
+func (s *Store) groupResource(key string) schema.GroupResource {
+	if s.resourceOf != nil {
+		if gr, ok := s.resourceOf(key); ok {
+			return gr
+		}
+	}
+	first, _, _ := strings.Cut(strings.TrimPrefix(key, "/"), "/")
+	return schema.GroupResource{Resource: first}
+}
+
 // transformer is the transformer of key's values, nil when values are kept as they are.
 func (s *Store) transformer(key string) storagevalue.Transformer {
 	if s.values == nil {
 		return nil
 	}
-	group, resource := groupResource(key)
-	return s.values.For(schema.GroupResource{Group: group, Resource: resource})
+	return s.values.For(s.groupResource(key))
 }
 
 // toStorage is what etcd keeps for data under key.
@@ -70,7 +103,7 @@ func (s *Store) toStorage(ctx context.Context, key string, data []byte) ([]byte,
 	if t == nil {
 		return data, nil
 	}
-	out, err := t.TransformToStorage(ctx, data, storagevalue.DefaultContext(key))
+	out, err := t.TransformToStorage(ctx, data, storagevalue.DefaultContext(s.prefix+key))
 	if err != nil {
 		return nil, fmt.Errorf("%w: unable to transform key %q: %v", ErrTransform, key, err)
 	}
@@ -80,10 +113,11 @@ func (s *Store) toStorage(ctx context.Context, key string, data []byte) ([]byte,
 // fromStorage is the value etcd keeps under key as written; stale when it was not written
 // with the current configuration's first provider and should be written again.
 func (s *Store) fromStorage(ctx context.Context, key string, data []byte) (out []byte, stale bool, err error) {
-	return fromStorage(ctx, s.transformer(key), key, data)
+	return fromStorage(ctx, s.transformer(key), s.prefix+key, data)
 }
 
-// fromStorage reads data with t, the transformer of its key's resource (nil: as it is).
+// fromStorage reads data with t, the transformer of its key's resource (nil: as it is); key is
+// the key in etcd, with the prefix: the authenticated data.
 func fromStorage(ctx context.Context, t storagevalue.Transformer, key string, data []byte) (out []byte, stale bool, err error) {
 	if t == nil || len(data) == 0 {
 		return data, false, nil
@@ -95,8 +129,24 @@ func fromStorage(ctx context.Context, t storagevalue.Transformer, key string, da
 	return out, stale, nil
 }
 
-// NewStore wraps an etcd client.
-func NewStore(c *clientv3.Client) *Store { return &Store{client: c, kv: c} }
+// NewStore wraps an etcd client, keeping objects under prefix (kube's --etcd-prefix, taken
+// as kube takes it: "registry", "/registry" and "/registry/" are one).
+func NewStore(c *clientv3.Client, prefix string) *Store {
+	prefix = CleanPrefix(prefix)
+	return &Store{client: c, kv: namespace.NewKV(c.KV, prefix), watcher: namespace.NewWatcher(c.Watcher, prefix), prefix: prefix}
+}
+
+// CleanPrefix is the etcd prefix as kube joins keys to it ("" for the root).
+func CleanPrefix(prefix string) string {
+	prefix = path.Clean("/" + prefix)
+	if prefix == "/" {
+		return ""
+	}
+	return prefix
+}
+
+// Prefix is where the store keeps its keys in etcd.
+func (s *Store) Prefix() string { return s.prefix }
 
 // Guarded returns a store that refuses (ErrNotOwned) every key and prefix owns does not
 // claim: a service's store touches only the kinds it serves.
@@ -127,10 +177,10 @@ type KV struct {
 
 // Get reads key. rev 0 reads the latest.
 func (s *Store) Get(ctx context.Context, key string, rev int64) (*KV, int64, error) {
-	ctx, span := startSpan(ctx, "Get etcd3", key)
+	ctx, span := s.startSpan(ctx, "Get etcd3", key)
 	start := time.Now()
 	r0, r1, err := s.get(ctx, key, rev)
-	recordRequest("get", key, err, start)
+	s.recordRequest("get", key, err, start)
 	endSpan(span, "Get", err)
 	if err == nil {
 		r0.Value, r0.Stale, err = s.fromStorage(ctx, key, r0.Value)
@@ -161,14 +211,14 @@ func (s *Store) get(ctx context.Context, key string, rev int64) (*KV, int64, err
 // found by the next is this create's if it was created with this value (values hold the
 // object's UID, so another create's differs).
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
-	ctx, span := startSpan(ctx, "Create etcd3", key)
+	ctx, span := s.startSpan(ctx, "Create etcd3", key)
 	start := time.Now()
 	stored, err := s.toStorage(ctx, key, value)
 	r0 := int64(0)
 	if err == nil {
 		r0, err = s.create(ctx, key, stored)
 	}
-	recordRequest("create", key, err, start)
+	s.recordRequest("create", key, err, start)
 	endSpan(span, "Txn", err)
 	return r0, err
 }
@@ -205,14 +255,14 @@ func (s *Store) create(ctx context.Context, key string, value []byte) (int64, er
 // a try, a failed condition may be that try's write: it was if the key's first change after
 // expected wrote this value.
 func (s *Store) Update(ctx context.Context, key string, value []byte, expected int64) (int64, error) {
-	ctx, span := startSpan(ctx, "GuaranteedUpdate etcd3", key)
+	ctx, span := s.startSpan(ctx, "GuaranteedUpdate etcd3", key)
 	start := time.Now()
 	stored, err := s.toStorage(ctx, key, value)
 	r0 := int64(0)
 	if err == nil {
 		r0, err = s.update(ctx, key, stored, expected)
 	}
-	recordRequest("update", key, err, start)
+	s.recordRequest("update", key, err, start)
 	endSpan(span, "Txn", err)
 	return r0, err
 }
@@ -231,10 +281,10 @@ func (s *Store) update(ctx context.Context, key string, value []byte, expected i
 // the answer to a try, a failed condition may be that try's delete: it was if the key's first
 // change after expected deleted it.
 func (s *Store) Delete(ctx context.Context, key string, expected int64) (int64, error) {
-	ctx, span := startSpan(ctx, "Delete etcd3", key)
+	ctx, span := s.startSpan(ctx, "Delete etcd3", key)
 	start := time.Now()
 	r0, err := s.delete(ctx, key, expected)
-	recordRequest("delete", key, err, start)
+	s.recordRequest("delete", key, err, start)
 	endSpan(span, "Txn", err)
 	return r0, err
 }
@@ -288,7 +338,7 @@ func (s *Store) firstChangeAfter(ctx context.Context, key string, rev int64, val
 	for {
 		wctx, cancel := context.WithDeadline(ctx, r.until)
 		var err error
-		for resp := range s.client.Watch(wctx, key, clientv3.WithRev(rev+1)) {
+		for resp := range s.watcher.Watch(wctx, key, clientv3.WithRev(rev+1)) {
 			if err = resp.Err(); err != nil {
 				break
 			}
@@ -335,10 +385,10 @@ type ListResult struct {
 // when given), at most limit keys (0: all). Pages of one list use the same revision, so they
 // form a consistent snapshot.
 func (s *Store) List(ctx context.Context, prefix string, rev int64, startKey string, limit int64) (*ListResult, error) {
-	ctx, span := startSpan(ctx, "List(recursive=true) etcd3", prefix)
+	ctx, span := s.startSpan(ctx, "List(recursive=true) etcd3", prefix)
 	start := time.Now()
 	res, err := s.list(ctx, prefix, rev, startKey, limit)
-	recordRequest("list", prefix, err, start)
+	s.recordRequest("list", prefix, err, start)
 	endSpan(span, "List", err)
 	return res, err
 }
@@ -371,7 +421,7 @@ func (s *Store) list(ctx context.Context, prefix string, rev int64, startKey str
 	}
 	t := s.transformer(prefix) // one resource's keys
 	for _, kv := range resp.Kvs {
-		data, stale, err := fromStorage(ctx, t, string(kv.Key), kv.Value)
+		data, stale, err := fromStorage(ctx, t, s.prefix+string(kv.Key), kv.Value)
 		if err != nil {
 			return nil, err
 		}
@@ -462,7 +512,7 @@ func (s *Store) watch(ctx context.Context, prefix string, rev int64, created cha
 	}
 	t := s.transformer(prefix) // one resource's keys
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	wch := s.client.Watch(wctx, prefix, opts...)
+	wch := s.watcher.Watch(wctx, prefix, opts...)
 	go func() {
 		defer close(out)
 		defer cancel()
@@ -497,7 +547,7 @@ func (s *Store) watch(ctx context.Context, prefix string, rev int64, created cha
 					e.PrevValue = ev.PrevKv.Value
 				}
 				if t != nil {
-					if err := fromStorageEvent(ctx, t, &e); err != nil {
+					if err := fromStorageEvent(ctx, t, s.prefix+e.Key, &e); err != nil {
 						send(ctx, out, Event{Err: err})
 						return
 					}
@@ -518,12 +568,12 @@ func (s *Store) watch(ctx context.Context, prefix string, rev int64, created cha
 	return out
 }
 
-// fromStorageEvent turns an event's values back into what was written.
-func fromStorageEvent(ctx context.Context, t storagevalue.Transformer, e *Event) (err error) {
-	if e.Value, _, err = fromStorage(ctx, t, e.Key, e.Value); err != nil {
+// fromStorageEvent turns an event's values back into what was written (key: its key in etcd).
+func fromStorageEvent(ctx context.Context, t storagevalue.Transformer, key string, e *Event) (err error) {
+	if e.Value, _, err = fromStorage(ctx, t, key, e.Value); err != nil {
 		return err
 	}
-	e.PrevValue, _, err = fromStorage(ctx, t, e.Key, e.PrevValue)
+	e.PrevValue, _, err = fromStorage(ctx, t, key, e.PrevValue)
 	return err
 }
 
@@ -539,7 +589,7 @@ func send(ctx context.Context, ch chan<- Event, e Event) bool {
 // CurrentRevision is etcd's current revision.
 func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 	resp, err := read(ctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
-		return s.kv.Get(ctx, "/registry/__revision_probe", clientv3.WithCountOnly())
+		return s.kv.Get(ctx, "/__revision_probe", clientv3.WithCountOnly())
 	})
 	if err != nil {
 		return 0, err
@@ -563,5 +613,5 @@ func mapErr(err error) error {
 // RequestProgress asks etcd to send a Progress event on the open watches of ctx's stream (see
 // WatchStream), so a watcher learns it is current even when nothing under its prefix changed.
 func (s *Store) RequestProgress(ctx context.Context) error {
-	return mapErr(s.client.RequestProgress(clientv3.WithRequireLeader(ctx)))
+	return mapErr(s.watcher.RequestProgress(clientv3.WithRequireLeader(ctx)))
 }

@@ -40,7 +40,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer testClient.Close()
-	testStore = NewStore(testClient)
+	testStore = NewStore(testClient, DefaultPrefix)
 	return m.Run()
 }
 

@@ -72,11 +72,11 @@ func TestClientTLS(t *testing.T) {
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		_, err = NewStore(c).Create(ctx, "/tls/"+t.Name()+certFile+caFile, []byte("v"))
+		_, err = NewStore(c, DefaultPrefix).Create(ctx, "/tls/"+t.Name()+certFile+caFile, []byte("v"))
 		if err != nil {
 			return err
 		}
-		_, _, err = NewStore(c).Get(ctx, "/tls/"+t.Name()+certFile+caFile, 0)
+		_, _, err = NewStore(c, DefaultPrefix).Get(ctx, "/tls/"+t.Name()+certFile+caFile, 0)
 		return err
 	}
 	assert.NoError(t, use(caFile, certFile, keyFile), "with its client certificate")

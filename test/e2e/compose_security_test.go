@@ -72,7 +72,7 @@ func (s *stack) checkNothingOpen(t *testing.T, cfg *rest.Config) {
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
-		_, err = storage.NewStore(c).CurrentRevision(ctx)
+		_, err = storage.NewStore(c, storage.DefaultPrefix).CurrentRevision(ctx)
 		return err
 	}
 	etcdURL := "https://etcd:2379"

@@ -171,7 +171,7 @@ func TestComposeStack(t *testing.T) {
 	// kube's secretbox prefix and no plaintext.
 	t.Run("Secrets encrypted at rest", func(t *testing.T) {
 		s.kubectl("create", "secret", "generic", "at-rest", "-n", "compose", "--from-literal=password=plain-compose-secret")
-		raw := s.compose("exec", "-T", "etcd", "/app", "etcdctl", "get", "/registry/core/secrets/compose/at-rest", "--print-value-only")
+		raw := s.compose("exec", "-T", "etcd", "/app", "etcdctl", "get", "/registry/secrets/compose/at-rest", "--print-value-only")
 		assert.Contains(t, raw, "k8s:enc:secretbox:v1:key1:", "etcd holds the Secret encrypted")
 		assert.NotContains(t, raw, "plain-compose-secret")
 		assert.Contains(t, s.kubectl("get", "secret", "at-rest", "-n", "compose", "-o", "jsonpath={.data.password}"),

@@ -82,12 +82,12 @@ func TestEncryptionAtRestByDefault(t *testing.T) {
 		Data: map[string]string{"k": "visible-value"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	raw := rawEtcd(t, c.data, "/registry/core/secrets/default/s1")
+	raw := rawEtcd(t, c.data, "/registry/secrets/default/s1")
 	assert.True(t, bytes.HasPrefix(raw, []byte("k8s:enc:secretbox:v1:key1:")), "%q", raw[:min(len(raw), 40)])
 	assert.NotContains(t, string(raw), "hunter2")
 	assert.NotContains(t, string(raw), base64.StdEncoding.EncodeToString([]byte("hunter2-by-default")))
 	requireSecret(t, cs, "s1", "hunter2-by-default")
-	assert.Contains(t, string(rawEtcd(t, c.data, "/registry/core/configmaps/default/plain")), "visible-value", "only Secrets are encrypted")
+	assert.Contains(t, string(rawEtcd(t, c.data, "/registry/configmaps/default/plain")), "visible-value", "only Secrets are encrypted")
 
 	config, err := os.ReadFile(filepath.Join(c.data, "pki", "encryption-config.yaml"))
 	require.NoError(t, err)
@@ -112,7 +112,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 		createSecret(t, cs, fmt.Sprintf("r%d", i), fmt.Sprintf("value-%d", i))
 	}
 	prefixOf := func(name string) string {
-		raw := rawEtcd(t, c.data, "/registry/core/secrets/default/"+name)
+		raw := rawEtcd(t, c.data, "/registry/secrets/default/"+name)
 		return string(raw[:min(len(raw), len("k8s:enc:secretbox:v1:key1:"))])
 	}
 	// Each backend of the all-in-one reloads the file on its own and counts it.
@@ -228,7 +228,7 @@ func TestEncryptionKMSv2(t *testing.T) {
 	c, _ := startAllInOne(t, "--encryption-provider-config", file)
 	cs := kubernetes.NewForConfigOrDie(c.config)
 	createSecret(t, cs, "k1", "kms-protected")
-	raw := rawEtcd(t, c.data, "/registry/core/secrets/default/k1")
+	raw := rawEtcd(t, c.data, "/registry/secrets/default/k1")
 	assert.True(t, bytes.HasPrefix(raw, []byte("k8s:enc:kms:v2:testkms:")), "%q", raw[:min(len(raw), 40)])
 	assert.NotContains(t, string(raw), "kms-protected")
 	assert.Positive(t, plugin.encrypts.Load(), "the plugin encrypted the data key")

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/apichain/apichain/pkg/admission/plugins"
@@ -19,6 +20,8 @@ import (
 	"github.com/apichain/apichain/pkg/embedded"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/process"
+	"github.com/apichain/apichain/pkg/registry"
+	"github.com/apichain/apichain/pkg/storage"
 	"github.com/apichain/apichain/pkg/storage/encryption"
 	"github.com/apichain/apichain/pkg/topology"
 	aggregator "github.com/apichain/apichain/services/aggregator/app"
@@ -34,6 +37,7 @@ const (
 	moduleDataDirLock  = "data-dir-lock"
 	moduleEmbeddedEtcd = "embedded-etcd"
 	moduleEmbeddedNATS = "embedded-nats"
+	moduleLayout       = "storage-layout"
 	moduleAll          = "all"
 )
 
@@ -44,13 +48,15 @@ type allInOne struct {
 	etcdServers []string
 	// etcd's client TLS, for --etcd-servers (kube-apiserver's flags).
 	etcdCAFile, etcdCertFile, etcdKeyFile string
-	conn                                  *lifecycle.NATS
-	gw                                    *gateway.Modules
-	mu                                    sync.Mutex
-	addresses                             map[string][]string // each backend's gRPC address, once it started (concurrently)
-	core                                  *core.Options
-	aggregator                            *aggregator.Options
-	admission                             plugins.Options // every backend's admission plugins
+	// layout is kube's --etcd-prefix and --storage-media-type, for every backend.
+	layout     layout
+	conn       *lifecycle.NATS
+	gw         *gateway.Modules
+	mu         sync.Mutex
+	addresses  map[string][]string // each backend's gRPC address, once it started (concurrently)
+	core       *core.Options
+	aggregator *aggregator.Options
+	admission  plugins.Options // every backend's admission plugins
 	// encryption at rest in every backend: the flag's file, else one generated beside the PKI
 	// once (defaultEncryption), which encrypts Secrets.
 	encryption        encryption.Options
@@ -62,7 +68,7 @@ type allInOne struct {
 // gateway's URL and the path of its admin kubeconfig once both are known (before /readyz
 // passes).
 func NewCommand(serving func(url, kubeconfig string)) *cobra.Command {
-	a := &allInOne{conn: lifecycle.NewNATS(), addresses: map[string][]string{}, core: core.NewOptions(), aggregator: &aggregator.Options{}}
+	a := &allInOne{layout: layout{prefix: storage.DefaultPrefix, media: registry.StorageMediaTypes[0]}, conn: lifecycle.NewNATS(), addresses: map[string][]string{}, core: core.NewOptions(), aggregator: &aggregator.Options{}}
 	a.defaultEncryption = sync.OnceValues(func() (string, error) {
 		path := filepath.Join(a.gw.PKI.Dir, certs.EncryptionConfigFile)
 		return path, certs.EnsureEncryptionConfig(path)
@@ -89,7 +95,13 @@ func NewCommand(serving func(url, kubeconfig string)) *cobra.Command {
 			fs.StringVar(&a.etcdCAFile, "etcd-cafile", "", "SSL Certificate Authority file used to secure etcd communication.")
 			fs.StringVar(&a.etcdCertFile, "etcd-certfile", "", "SSL certification file used to secure etcd communication.")
 			fs.StringVar(&a.etcdKeyFile, "etcd-keyfile", "", "SSL key file used to secure etcd communication.")
+			fs.StringVar(&a.layout.prefix, "etcd-prefix", a.layout.prefix, "The prefix to prepend to all resource paths in etcd.")
+			fs.StringVar(&a.layout.media, "storage-media-type", a.layout.media,
+				"The media type to use to store objects in storage. Custom resources are always stored as JSON. Supported media types: ["+
+					strings.Join(registry.StorageMediaTypes, ", ")+"]")
 		}})
+	// An earlier apichain's objects move to kube's layout before any service reads etcd.
+	p.Register(process.Module{Name: moduleLayout, Deps: []string{gateway.ModulePKI, moduleEmbeddedEtcd}, Init: a.migrateLayout})
 	p.Register(process.Module{Name: moduleEmbeddedNATS, Deps: []string{gateway.ModuleOptions, moduleDataDirLock}, Init: a.startNATS})
 	conn := a.conn.Module("apichain")
 	conn.Deps = append(conn.Deps, moduleEmbeddedNATS)
@@ -129,7 +141,7 @@ func NewCommand(serving func(url, kubeconfig string)) *cobra.Command {
 		_ = fs.MarkHidden(name)
 	}
 	fs.Lookup("nats-url").Usage = "NATS URL (default: an embedded NATS server in --data-dir)."
-	cmd.AddCommand(diagnose.NewCommand(), etcdCommand())
+	cmd.AddCommand(diagnose.NewCommand(), etcdCommand(), storageCommand())
 	return cmd
 }
 
@@ -139,7 +151,7 @@ func (a *allInOne) backendModule(svc backend.Service) process.Module {
 	bo := backend.NewOptions(svc.Name)
 	m := backend.Module(svc, bo, a.conn)
 	m.Flags = svc.Flags // the backend's shared flags come from the gateway's
-	m.Deps = append(m.Deps, gateway.ModulePKI, moduleEmbeddedEtcd)
+	m.Deps = append(m.Deps, gateway.ModulePKI, moduleEmbeddedEtcd, moduleLayout)
 	initBackend := m.Init
 	m.Init = func(ctx context.Context, log *slog.Logger) (process.Service, error) {
 		gw, pki := a.gw.Options, a.gw.PKI
@@ -151,14 +163,13 @@ func (a *allInOne) backendModule(svc backend.Service) process.Module {
 		bo.EtcdServers = a.etcdServers
 		bo.Admission, bo.Controllers = a.admission, gw.Controllers
 		bo.EtcdCAFile, bo.EtcdCertFile, bo.EtcdKeyFile = a.etcdCAFile, a.etcdCertFile, a.etcdKeyFile
+		bo.EtcdPrefix, bo.StorageMediaType = a.layout.prefix, a.layout.media
 		bo.Encryption = a.encryption
-		if bo.Encryption.ConfigFile == "" {
-			path, err := a.defaultEncryption()
-			if err != nil {
-				return nil, fmt.Errorf("encryption configuration: %w", err)
-			}
-			bo.Encryption.ConfigFile = path
+		file, err := a.encryptionFile()
+		if err != nil {
+			return nil, err
 		}
+		bo.Encryption.ConfigFile = file
 		if svc.Name == topology.Core && gw.SecurePort != 0 {
 			a.core.KubernetesServicePort = int32(gw.SecurePort) // the kubernetes Service's target
 		}
@@ -178,6 +189,37 @@ func (a *allInOne) backendModule(svc backend.Service) process.Module {
 		return s, err
 	}
 	return m
+}
+
+// encryptionFile is the encryption configuration every backend runs with: the flag's, else
+// the one generated in the PKI directory.
+func (a *allInOne) encryptionFile() (string, error) {
+	if a.encryption.ConfigFile != "" {
+		return a.encryption.ConfigFile, nil
+	}
+	path, err := a.defaultEncryption()
+	if err != nil {
+		return "", fmt.Errorf("encryption configuration: %w", err)
+	}
+	return path, nil
+}
+
+// migrateLayout moves an earlier apichain's objects to kube's layout, if etcd holds any.
+func (a *allInOne) migrateLayout(ctx context.Context, log *slog.Logger) (process.Service, error) {
+	tlsConfig, err := (&backend.Options{EtcdCAFile: a.etcdCAFile, EtcdCertFile: a.etcdCertFile, EtcdKeyFile: a.etcdKeyFile}).EtcdTLS()
+	if err != nil {
+		return nil, err
+	}
+	c, err := storage.NewClient(a.etcdServers, tlsConfig)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	file, err := a.encryptionFile()
+	if err != nil {
+		return nil, err
+	}
+	return nil, a.layout.migrate(ctx, c, file, log)
 }
 
 func (a *allInOne) lockDataDir(context.Context, *slog.Logger) (process.Service, error) {

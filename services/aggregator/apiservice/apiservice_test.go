@@ -38,7 +38,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer client.Close()
-	store := storage.NewStore(client)
+	store := storage.NewStore(client, storage.DefaultPrefix)
 	stopping := make(chan struct{})
 	defer close(stopping)
 	s1, err := registry.NewScheme(apiregistration.AddToScheme)

@@ -50,6 +50,10 @@ func Served() []*discoveryv1.GroupVersion {
 	return registry.NewSet(apiservice.Resource()).Served()
 }
 
+// Stored are the resources this service keeps in etcd (the storage layout migration moves
+// their objects).
+func Stored() []*registry.Resource { return []*registry.Resource{apiservice.Resource()} }
+
 // setup installs the APIService resource and its controllers on b.
 func (o *Options) setup(b *backend.Backend) error {
 	scheme, err := registry.NewScheme(apiregistration.AddToScheme)

@@ -64,6 +64,10 @@ func Served() []*discoveryv1.GroupVersion {
 	return registry.NewSet(builtin.Resources(builtin.Options{})...).Served()
 }
 
+// Stored are the resources this service keeps in etcd (the storage layout migration moves
+// their objects).
+func Stored() []*registry.Resource { return builtin.Resources(builtin.Options{}) }
+
 // setup installs core's resources, admission and post-start hooks on b.
 func (o *Options) setup(b *backend.Backend) error {
 	scheme, err := builtin.NewScheme()

@@ -140,7 +140,7 @@ func (a *Allocator) Network() *Network { return a.net }
 
 // NodePortKeys holds one key per allocated node port, its value the owner ("ns/name"): keys
 // core claims in its storage besides its kinds'.
-const NodePortKeys = "/registry/apichain/nodeports/"
+const NodePortKeys = "/apichain/nodeports/"
 
 func nodePortKey(port int32) string { return NodePortKeys + strconv.Itoa(int(port)) }
 

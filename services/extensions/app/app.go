@@ -26,6 +26,10 @@ func Served() []*discoveryv1.GroupVersion {
 	return registry.NewSet(crd.Resource()).Served()
 }
 
+// Stored are the resources this service keeps in etcd (the storage layout migration moves
+// their objects).
+func Stored() []*registry.Resource { return []*registry.Resource{crd.Resource()} }
+
 // Setup installs the CRD resource and its controller on b.
 func Setup(b *backend.Backend) error {
 	scheme, err := registry.NewScheme(crd.Install)

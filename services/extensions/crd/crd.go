@@ -14,6 +14,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,6 +38,15 @@ func Resource() *registry.Resource {
 		GroupVersion: apiextensionsv1.SchemeGroupVersion, Name: "customresourcedefinitions", SingularName: "customresourcedefinition",
 		Kind: "CustomResourceDefinition", ShortNames: []string{"crd", "crds"}, Categories: []string{"api-extensions"},
 		Subresources: []string{"status"}, HasSpec: true, ValidatesMeta: true,
+		StoragePrefix: "apiextensions.k8s.io/customresourcedefinitions",
+		// kube keeps CRDs as v1beta1, the more compact form (its apiextensions server's codec).
+		Convert: &registry.Conversion{Stored: apiextensionsv1beta1.SchemeGroupVersion,
+			NewStored: func() runtime.Object { return &apiextensionsv1beta1.CustomResourceDefinition{} },
+			ToStored: func(o runtime.Object) runtime.Object {
+				return convert(o, &apiextensionsv1beta1.CustomResourceDefinition{})
+			},
+			FromStored: func(o runtime.Object) runtime.Object { return convert(o, &apiextensionsv1.CustomResourceDefinition{}) },
+		},
 		New:              func() runtime.Object { return &apiextensionsv1.CustomResourceDefinition{} },
 		NewList:          func() runtime.Object { return &apiextensionsv1.CustomResourceDefinitionList{} },
 		PrepareForCreate: prepareForCreate,
@@ -50,6 +60,20 @@ func Resource() *registry.Resource {
 		PendingDeletion: func(o runtime.Object) bool { return o.(metav1.Object).GetDeletionTimestamp() == nil },
 		OnDeletionStart: startDeletion,
 	}
+}
+
+// convert carries a CRD between its versions through kube's internal type and conversions.
+// They cannot fail between v1 and v1beta1 (every field has a place in both); a failure would
+// be a bug in them, and panics.
+func convert(in runtime.Object, out runtime.Object) runtime.Object {
+	var internal apiextensions.CustomResourceDefinition
+	if err := scheme.Convert(in, &internal, nil); err != nil {
+		panic(err)
+	}
+	if err := scheme.Convert(&internal, out, nil); err != nil {
+		panic(err)
+	}
+	return out
 }
 
 // CleanupFinalizer holds a CRD being deleted until its custom resources are gone.

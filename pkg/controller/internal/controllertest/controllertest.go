@@ -74,7 +74,7 @@ func Main(m *testing.M, env **Env) int {
 	}
 	stopping := make(chan struct{})
 	defer close(stopping)
-	e.Handler = registry.NewHandler(scheme, registry.NewSet(e.Namespaces, e.ConfigMaps, e.Deployments, e.Pods, e.Nodes), storage.NewStore(client), stopping)
+	e.Handler = registry.NewHandler(scheme, registry.NewSet(e.Namespaces, e.ConfigMaps, e.Deployments, e.Pods, e.Nodes), storage.NewStore(client, storage.DefaultPrefix), stopping)
 	e.Client = registry.NewClient(e.Handler)
 	*env = e
 	return m.Run()

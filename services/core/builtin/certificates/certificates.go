@@ -14,6 +14,7 @@ import (
 	"github.com/apichain/apichain/pkg/user"
 	"github.com/apichain/apichain/services/core/builtin/validate"
 	certificatesv1 "k8s.io/api/certificates/v1"
+	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -252,6 +253,8 @@ func clusterTrustBundles() *registry.Resource {
 	return &registry.Resource{GroupVersion: certificatesv1.SchemeGroupVersion, Name: "clustertrustbundles", SingularName: "clustertrustbundle",
 		Kind: "ClusterTrustBundle", NoAgeColumn: true,
 		New: registry.Of[certificatesv1.ClusterTrustBundle](), NewList: registry.Of[certificatesv1.ClusterTrustBundleList](),
+		Convert: registry.StoredInVersion(certificatesv1beta1.SchemeGroupVersion, registry.Of[certificatesv1beta1.ClusterTrustBundle](),
+			registry.Of[certificatesv1.ClusterTrustBundle]()), // kube 1.37 stores v1beta1
 		FieldLabels: func(o runtime.Object) fields.Set {
 			return fields.Set{"spec.signerName": o.(*certificatesv1.ClusterTrustBundle).Spec.SignerName}
 		},
@@ -339,6 +342,8 @@ func podCertificateRequests() *registry.Resource {
 		Kind: "PodCertificateRequest", Namespaced: true, Subresources: []string{"status"}, HasSpec: true, NoAgeColumn: true,
 		ResetStatusMeta: metav1.ResetObjectMetaForStatus,
 		New:             registry.Of[certificatesv1.PodCertificateRequest](), NewList: registry.Of[certificatesv1.PodCertificateRequestList](),
+		Convert: registry.StoredInVersion(certificatesv1beta1.SchemeGroupVersion, registry.Of[certificatesv1beta1.PodCertificateRequest](),
+			registry.Of[certificatesv1.PodCertificateRequest]()), // kube 1.37 stores v1beta1
 		// kube's conversion takes no metadata.namespace for this namespaced kind.
 		FieldLabels: func(o runtime.Object) fields.Set {
 			s := o.(*certificatesv1.PodCertificateRequest).Spec

@@ -8,6 +8,7 @@ import (
 	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/services/core/builtin/validate"
 	resourcev1 "k8s.io/api/resource/v1"
+	resourcev1beta2 "k8s.io/api/resource/v1beta2"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -211,6 +212,8 @@ func deviceTaintRules() *registry.Resource {
 	return &registry.Resource{GroupVersion: resourcev1.SchemeGroupVersion, Name: "devicetaintrules", SingularName: "devicetaintrule",
 		Kind: "DeviceTaintRule", Subresources: []string{"status"}, HasSpec: true, ResetStatusMeta: metav1.ResetObjectMetaForStatus,
 		New: registry.Of[resourcev1.DeviceTaintRule](), NewList: registry.Of[resourcev1.DeviceTaintRuleList](),
+		Convert: registry.StoredInVersion(resourcev1beta2.SchemeGroupVersion, registry.Of[resourcev1beta2.DeviceTaintRule](),
+			registry.Of[resourcev1.DeviceTaintRule]()), // kube 1.37 stores v1beta2
 		Validate: func(o runtime.Object) field.ErrorList {
 			t := o.(*resourcev1.DeviceTaintRule).Spec.Taint
 			p := field.NewPath("spec", "taint")

@@ -3,6 +3,7 @@ package storagemigration
 import (
 	"github.com/apichain/apichain/pkg/registry"
 	storagemigrationv1 "k8s.io/api/storagemigration/v1"
+	storagemigrationv1beta1 "k8s.io/api/storagemigration/v1beta1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,6 +18,8 @@ func storageVersionMigrations() *registry.Resource {
 		Kind: "StorageVersionMigration", Subresources: []string{"status"}, HasSpec: true, NoGeneration: true, NoAgeColumn: true,
 		ResetStatusMeta: metav1.ResetObjectMetaForStatus,
 		New:             registry.Of[storagemigrationv1.StorageVersionMigration](), NewList: registry.Of[storagemigrationv1.StorageVersionMigrationList](),
+		Convert: registry.StoredInVersion(storagemigrationv1beta1.SchemeGroupVersion, registry.Of[storagemigrationv1beta1.StorageVersionMigration](),
+			registry.Of[storagemigrationv1.StorageVersionMigration]()), // kube 1.37 stores v1beta1
 		Validate: func(o runtime.Object) field.ErrorList {
 			r := o.(*storagemigrationv1.StorageVersionMigration).Spec.Resource
 			p := field.NewPath("spec", "resource")
