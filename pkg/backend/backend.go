@@ -61,8 +61,9 @@ type Backend struct {
 	peers     *routing.Router
 	store     *storage.Store
 	claimed   []string // key prefixes the backend owns besides its resources'
-	// stopEncryption ends the encryption configuration's reload and KMS connections.
-	stopEncryption context.CancelFunc
+	// stopBackground ends the background work New starts: the encryption configuration's
+	// reload and KMS connections, the check of etcd's layout.
+	stopBackground context.CancelFunc
 }
 
 // Tracer is the backend's tracing (tracing.Tracer.Active is nil when it is off).
@@ -114,13 +115,15 @@ func New(opts *Options, served []*discoveryv1.GroupVersion, nc *nats.Conn, log *
 		discovery: NewDiscovery(served), instances: lifecycle.NewRegistry(opts.Lifecycle.TTL), tracer: tracer}
 	b.peers = routing.NewRouter(b.instances, routing.NewPool(credentials.NewTLS(peerTLS), tracer.DialOptions()...))
 	b.store = storage.NewStore(etcd, opts.EtcdPrefix).Guarded(b.owns).Resolving(b.resourceOf)
-	if err := refuseLegacyLayout(etcd, opts, log); err != nil {
+	background, stopBackground := context.WithCancel(context.Background())
+	b.stopBackground = stopBackground
+	layoutOpen := make(chan struct{})
+	b.store = b.store.Gated(layoutOpen)
+	if err := b.checkLayout(background, layoutOpen); err != nil {
 		b.close()
 		return nil, err
 	}
-	encCtx, stopEncryption := context.WithCancel(context.Background())
-	b.stopEncryption = stopEncryption
-	enc, err := encryption.Start(encCtx, opts.Encryption, opts.Lifecycle.InstanceID, log)
+	enc, err := encryption.Start(background, opts.Encryption, opts.Lifecycle.InstanceID, log)
 	if err != nil {
 		b.close()
 		return nil, fmt.Errorf("encryption at rest: %w", err)
@@ -160,7 +163,10 @@ func New(opts *Options, served []*discoveryv1.GroupVersion, nc *nats.Conn, log *
 
 	srv.AddHealthChecks(storage.HealthCheck(etcd))
 	if err := srv.AddPostStartHook("storage-readiness", func(ctx context.Context) error {
-		return storage.WaitReady(ctx, etcd)
+		if err := storage.WaitReady(ctx, etcd); err != nil {
+			return err
+		}
+		return b.store.WaitOpen(ctx) // etcd's layout is kube's (checkLayout)
 	}); err != nil {
 		b.close()
 		return nil, err
@@ -172,9 +178,7 @@ func New(opts *Options, served []*discoveryv1.GroupVersion, nc *nats.Conn, log *
 func (b *Backend) close() {
 	_ = b.ln.Close()
 	_ = b.Etcd.Close()
-	if b.stopEncryption != nil {
-		b.stopEncryption()
-	}
+	b.stopBackground()
 }
 
 // advertise turns a bound address into one a peer can dial.
@@ -241,23 +245,56 @@ func (b *Backend) Store() *storage.Store { return b.store }
 // which are no kind); call it before Run.
 func (b *Backend) ClaimKeys(prefix string) { b.claimed = append(b.claimed, prefix) }
 
-// refuseLegacyLayout refuses to serve an etcd that holds an earlier apichain's layout: its
-// objects would be invisible, and new ones written beside them. The all-in-one migrates on
-// its own; split services are told the command. An etcd that does not answer in time is let
-// through (it is not known to hold anything; the services start while etcd comes up).
-func refuseLegacyLayout(etcd *clientv3.Client, opts *Options, log *slog.Logger) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	legacy, err := registry.NeedsLayoutMigration(ctx, etcd, storage.CleanPrefix(opts.EtcdPrefix))
-	if err != nil {
-		log.Warn("could not check etcd's storage layout", "err", err)
+// layoutCheckTimeout bounds the check of etcd's layout at start: an etcd that answers gets
+// its answer (a split service on an earlier layout refuses to start); one that does not is
+// checked again in the background while the store stays closed.
+const layoutCheckTimeout = 2 * time.Second
+
+// checkLayout opens the store once etcd is known to hold kube's layout. An earlier apichain's
+// layout is moved by opts.MigrateLayout where there is one (the all-in-one), else refused:
+// its objects would be invisible, and new ones written beside them.
+func (b *Backend) checkLayout(background context.Context, open chan struct{}) error {
+	ctx, cancel := context.WithTimeout(background, layoutCheckTimeout)
+	legacy, err := registry.NeedsLayoutMigration(ctx, b.Etcd, b.store.Prefix())
+	cancel()
+	if err == nil && legacy && b.opts.MigrateLayout == nil {
+		return b.legacyLayoutError()
+	}
+	if err == nil && !legacy {
+		close(open)
 		return nil
 	}
-	if legacy {
-		return fmt.Errorf("%w: stop every apichain service and run \"apichain storage migrate --etcd-servers %s\" once, with the etcd TLS flags, "+
-			"--etcd-prefix and --encryption-provider-config the services use (it is resumable), then start them", registry.ErrLegacyLayout, strings.Join(opts.EtcdServers, ","))
-	}
+	go func() {
+		ctx := background
+		for ctx.Err() == nil {
+			legacy, err := registry.NeedsLayoutMigration(ctx, b.Etcd, b.store.Prefix())
+			switch {
+			case err == nil && !legacy:
+				close(open)
+				return
+			case err == nil && b.opts.MigrateLayout == nil:
+				// Stays closed: nothing is read or written, and storage-readiness never passes.
+				b.Log.Error("storage closed", "err", b.legacyLayoutError())
+				return
+			case err == nil:
+				if err = b.opts.MigrateLayout(ctx, b.Etcd); err == nil {
+					close(open)
+					return
+				}
+			}
+			b.Log.Warn("etcd's storage layout not known yet", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
 	return nil
+}
+
+func (b *Backend) legacyLayoutError() error {
+	return fmt.Errorf("%w: stop every apichain service and run \"apichain storage migrate --etcd-servers %s\" once, with the etcd TLS flags, "+
+		"--etcd-prefix and --encryption-provider-config the services use (it is resumable), then start them", registry.ErrLegacyLayout, strings.Join(b.opts.EtcdServers, ","))
 }
 
 // resourceOf names the resource key is of, for the store's encryption and metrics.
@@ -388,7 +425,7 @@ func (b *Backend) Run(ctx context.Context) error {
 	b.Server.MirrorHealth(b.health, b.opts.Service)
 
 	defer b.Etcd.Close()
-	defer b.stopEncryption()
+	defer b.stopBackground()
 	b.instances.OnChange(func() { b.peers.RetainConns(nil) })
 	defer b.peers.CloseConns()
 	return b.Server.RunAlongside(ctx, func(ctx context.Context) {

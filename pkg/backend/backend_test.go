@@ -27,6 +27,7 @@ import (
 	"github.com/apichain/apichain/pkg/user"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -394,4 +395,46 @@ func TestStorageOwnsOnlyWhatTheBackendServes(t *testing.T) {
 	assert.Equal(t, "services", gr.Resource)
 	h.SetResources(registry.NewSet())
 	assert.False(t, b.owns("/configmaps/ns/x"), "a kind no longer served is no longer owned")
+}
+
+// A service refuses an etcd an earlier apichain wrote in its own layout, naming the command
+// that moves it; one whose etcd answers late keeps its store closed until it knows, and an
+// all-in-one's backend moves it first (MigrateLayout), then serves.
+func TestEarlierStorageLayout(t *testing.T) {
+	pki, err := certs.EnsurePKI(t.TempDir(), nil, []string{"apichain-backend"})
+	require.NoError(t, err)
+	etcd, err := embedded.StartEtcd(context.Background(), t.TempDir(), 0, 0)
+	require.NoError(t, err)
+	t.Cleanup(etcd.Stop)
+	c, err := storage.NewClient(etcd.Endpoints(), nil)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Put(context.Background(), "/registry/core/namespaces/default", `{"apiVersion":"v1","kind":"Namespace"}`)
+	require.NoError(t, err)
+
+	opts := NewOptions("core")
+	opts.BindAddress = "127.0.0.1:0"
+	opts.Serving = certs.ServingOptions{CertFile: pki.BackendCertFile, KeyFile: pki.BackendKeyFile, ClientCAFile: pki.CAFile}
+	opts.EtcdServers = etcd.Endpoints()
+	_, err = New(opts, nil, nil, discardLog())
+	require.ErrorIs(t, err, registry.ErrLegacyLayout)
+	assert.Contains(t, err.Error(), `run "apichain storage migrate --etcd-servers `+etcd.Endpoints()[0])
+
+	moved := make(chan struct{})
+	opts.MigrateLayout = func(ctx context.Context, c *clientv3.Client) error {
+		_, err := c.Delete(ctx, "/registry/core/", clientv3.WithPrefix())
+		close(moved)
+		return err
+	}
+	b, err := New(opts, nil, nil, discardLog())
+	require.NoError(t, err)
+	defer b.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, b.Store().WaitOpen(ctx), "open once moved")
+	select {
+	case <-moved:
+	default:
+		t.Fatal("the store opened before the layout was moved")
+	}
 }

@@ -4,6 +4,7 @@
 package backend
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"github.com/apichain/apichain/pkg/topology"
 	"github.com/apichain/apichain/pkg/tracing"
 	"github.com/spf13/pflag"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Options are a backend's flags.
@@ -41,7 +43,10 @@ type Options struct {
 	// EtcdPrefix and StorageMediaType are kube-apiserver's --etcd-prefix and
 	// --storage-media-type: where objects are kept in etcd and how they are encoded.
 	EtcdPrefix, StorageMediaType string
-	MaxConnectionAge             time.Duration
+	// MigrateLayout, when set, moves an earlier apichain's layout to kube's before the store
+	// opens (the all-in-one's; a split service refuses to start on it instead).
+	MigrateLayout    func(ctx context.Context, etcd *clientv3.Client) error
+	MaxConnectionAge time.Duration
 	// MetricsBindAddress serves /metrics over HTTPS (empty: not served), to callers the API
 	// server reviews through the kubeconfigs (kube's delegated authentication and authorization).
 	MetricsBindAddress                                string

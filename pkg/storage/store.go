@@ -45,6 +45,7 @@ type Store struct {
 	watcher clientv3.Watcher // the client's under the prefix
 	prefix  string
 	owns    func(key string) bool
+	open    <-chan struct{} // Gated
 	// resourceOf names the resource a key (or key prefix) is of, for encryption and metrics.
 	resourceOf func(key string) (schema.GroupResource, bool)
 	values     Transformers
@@ -156,12 +157,42 @@ func (s *Store) Guarded(owns func(key string) bool) *Store {
 	return &g
 }
 
-// check refuses a key or prefix the store does not own.
-func (s *Store) check(key string) error {
+// check waits for the store to open (Gated), then refuses a key or prefix it does not own.
+func (s *Store) check(ctx context.Context, key string) error {
+	if err := s.WaitOpen(ctx); err != nil {
+		return err
+	}
 	if s.owns != nil && !s.owns(key) {
 		return fmt.Errorf("%w: %s", ErrNotOwned, key)
 	}
 	return nil
+}
+
+// Gated returns a store whose every call waits until open is closed: the backend opens it
+// once it knows etcd holds kube's layout (an earlier apichain's is moved first), so nothing is
+// read or written beside objects not yet moved.
+func (s *Store) Gated(open <-chan struct{}) *Store {
+	g := *s
+	g.open = open
+	return &g
+}
+
+// WaitOpen waits for the store to open (Gated), or ctx to end.
+func (s *Store) WaitOpen(ctx context.Context) error {
+	if s.open == nil {
+		return nil
+	}
+	select {
+	case <-s.open:
+		return nil
+	default:
+	}
+	select {
+	case <-s.open:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: waiting for the storage layout check: %v", ErrUnavailable, ctx.Err())
+	}
 }
 
 // KV is one stored object.
@@ -189,7 +220,7 @@ func (s *Store) Get(ctx context.Context, key string, rev int64) (*KV, int64, err
 }
 
 func (s *Store) get(ctx context.Context, key string, rev int64) (*KV, int64, error) {
-	if err := s.check(key); err != nil {
+	if err := s.check(ctx, key); err != nil {
 		return nil, 0, err
 	}
 	var opts []clientv3.OpOption
@@ -224,7 +255,7 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 }
 
 func (s *Store) create(ctx context.Context, key string, value []byte) (int64, error) {
-	if err := s.check(key); err != nil {
+	if err := s.check(ctx, key); err != nil {
 		return 0, err
 	}
 	return write(ctx, func(ctx context.Context) clientv3.Txn {
@@ -268,7 +299,7 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expected i
 }
 
 func (s *Store) update(ctx context.Context, key string, value []byte, expected int64) (int64, error) {
-	if err := s.check(key); err != nil {
+	if err := s.check(ctx, key); err != nil {
 		return 0, err
 	}
 	return write(ctx, func(ctx context.Context) clientv3.Txn {
@@ -290,7 +321,7 @@ func (s *Store) Delete(ctx context.Context, key string, expected int64) (int64, 
 }
 
 func (s *Store) delete(ctx context.Context, key string, expected int64) (int64, error) {
-	if err := s.check(key); err != nil {
+	if err := s.check(ctx, key); err != nil {
 		return 0, err
 	}
 	cmp := clientv3.Compare(clientv3.ModRevision(key), ">", 0)
@@ -394,7 +425,7 @@ func (s *Store) List(ctx context.Context, prefix string, rev int64, startKey str
 }
 
 func (s *Store) list(ctx context.Context, prefix string, rev int64, startKey string, limit int64) (*ListResult, error) {
-	if err := s.check(prefix); err != nil {
+	if err := s.check(ctx, prefix); err != nil {
 		return nil, err
 	}
 	if !strings.HasSuffix(prefix, "/") {
@@ -495,7 +526,23 @@ func WatchStream(ctx context.Context, name string) context.Context {
 // watch's setup and sends etcd's revision at that moment on created before any event.
 func (s *Store) watch(ctx context.Context, prefix string, rev int64, created chan<- int64) <-chan Event {
 	out := make(chan Event, 100)
-	if err := s.check(prefix); err != nil {
+	if s.open != nil { // set up once the store opens, without holding the caller up
+		go func() {
+			if err := s.WaitOpen(ctx); err != nil {
+				out <- Event{Err: err}
+				close(out)
+				return
+			}
+			for ev := range s.Gated(nil).watch(ctx, prefix, rev, created) {
+				if !send(ctx, out, ev) {
+					break
+				}
+			}
+			close(out)
+		}()
+		return out
+	}
+	if err := s.check(ctx, prefix); err != nil {
 		out <- Event{Err: err}
 		close(out)
 		return out
@@ -588,6 +635,9 @@ func send(ctx context.Context, ch chan<- Event, e Event) bool {
 
 // CurrentRevision is etcd's current revision.
 func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
+	if err := s.WaitOpen(ctx); err != nil {
+		return 0, err
+	}
 	resp, err := read(ctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
 		return s.kv.Get(ctx, "/__revision_probe", clientv3.WithCountOnly())
 	})
@@ -613,5 +663,8 @@ func mapErr(err error) error {
 // RequestProgress asks etcd to send a Progress event on the open watches of ctx's stream (see
 // WatchStream), so a watcher learns it is current even when nothing under its prefix changed.
 func (s *Store) RequestProgress(ctx context.Context) error {
+	if err := s.WaitOpen(ctx); err != nil {
+		return err
+	}
 	return mapErr(s.watcher.RequestProgress(clientv3.WithRequireLeader(ctx)))
 }

@@ -30,6 +30,7 @@ import (
 	gateway "github.com/apichain/apichain/services/gateway/app"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // The all-in-one's own modules; the others are the services' and NATS's.
@@ -37,7 +38,6 @@ const (
 	moduleDataDirLock  = "data-dir-lock"
 	moduleEmbeddedEtcd = "embedded-etcd"
 	moduleEmbeddedNATS = "embedded-nats"
-	moduleLayout       = "storage-layout"
 	moduleAll          = "all"
 )
 
@@ -48,8 +48,10 @@ type allInOne struct {
 	etcdServers []string
 	// etcd's client TLS, for --etcd-servers (kube-apiserver's flags).
 	etcdCAFile, etcdCertFile, etcdKeyFile string
-	// layout is kube's --etcd-prefix and --storage-media-type, for every backend.
+	// layout is kube's --etcd-prefix and --storage-media-type, for every backend, and the
+	// migration of an earlier layout, one at a time.
 	layout     layout
+	migrating  sync.Mutex
 	conn       *lifecycle.NATS
 	gw         *gateway.Modules
 	mu         sync.Mutex
@@ -100,8 +102,7 @@ func NewCommand(serving func(url, kubeconfig string)) *cobra.Command {
 				"The media type to use to store objects in storage. Custom resources are always stored as JSON. Supported media types: ["+
 					strings.Join(registry.StorageMediaTypes, ", ")+"]")
 		}})
-	// An earlier apichain's objects move to kube's layout before any service reads etcd.
-	p.Register(process.Module{Name: moduleLayout, Deps: []string{gateway.ModulePKI, moduleEmbeddedEtcd}, Init: a.migrateLayout})
+
 	p.Register(process.Module{Name: moduleEmbeddedNATS, Deps: []string{gateway.ModuleOptions, moduleDataDirLock}, Init: a.startNATS})
 	conn := a.conn.Module("apichain")
 	conn.Deps = append(conn.Deps, moduleEmbeddedNATS)
@@ -151,7 +152,7 @@ func (a *allInOne) backendModule(svc backend.Service) process.Module {
 	bo := backend.NewOptions(svc.Name)
 	m := backend.Module(svc, bo, a.conn)
 	m.Flags = svc.Flags // the backend's shared flags come from the gateway's
-	m.Deps = append(m.Deps, gateway.ModulePKI, moduleEmbeddedEtcd, moduleLayout)
+	m.Deps = append(m.Deps, gateway.ModulePKI, moduleEmbeddedEtcd)
 	initBackend := m.Init
 	m.Init = func(ctx context.Context, log *slog.Logger) (process.Service, error) {
 		gw, pki := a.gw.Options, a.gw.PKI
@@ -164,6 +165,7 @@ func (a *allInOne) backendModule(svc backend.Service) process.Module {
 		bo.Admission, bo.Controllers = a.admission, gw.Controllers
 		bo.EtcdCAFile, bo.EtcdCertFile, bo.EtcdKeyFile = a.etcdCAFile, a.etcdCertFile, a.etcdKeyFile
 		bo.EtcdPrefix, bo.StorageMediaType = a.layout.prefix, a.layout.media
+		bo.MigrateLayout = func(ctx context.Context, c *clientv3.Client) error { return a.migrateLayout(ctx, c, log) }
 		bo.Encryption = a.encryption
 		file, err := a.encryptionFile()
 		if err != nil {
@@ -204,22 +206,16 @@ func (a *allInOne) encryptionFile() (string, error) {
 	return path, nil
 }
 
-// migrateLayout moves an earlier apichain's objects to kube's layout, if etcd holds any.
-func (a *allInOne) migrateLayout(ctx context.Context, log *slog.Logger) (process.Service, error) {
-	tlsConfig, err := (&backend.Options{EtcdCAFile: a.etcdCAFile, EtcdCertFile: a.etcdCertFile, EtcdKeyFile: a.etcdKeyFile}).EtcdTLS()
-	if err != nil {
-		return nil, err
-	}
-	c, err := storage.NewClient(a.etcdServers, tlsConfig)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
+// migrateLayout moves an earlier apichain's objects to kube's layout, once for every
+// backend: an earlier layout found by one is moved while the others wait.
+func (a *allInOne) migrateLayout(ctx context.Context, c *clientv3.Client, log *slog.Logger) error {
+	a.migrating.Lock()
+	defer a.migrating.Unlock()
 	file, err := a.encryptionFile()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return nil, a.layout.migrate(ctx, c, file, log)
+	return a.layout.migrate(ctx, c, file, log)
 }
 
 func (a *allInOne) lockDataDir(context.Context, *slog.Logger) (process.Service, error) {
