@@ -99,22 +99,26 @@ func (h *Handler) encodeStored(r *Resource, obj runtime.Object) ([]byte, error) 
 	rv := acc.GetResourceVersion()
 	acc.SetResourceVersion("")
 	defer acc.SetResourceVersion(rv)
+	media := h.storageMedia
+	if r.StorageMediaType != "" {
+		media = r.StorageMediaType
+	}
 	if c := r.Convert; c != nil {
-		return marshalStored(c.ToStored(obj), c.Stored.WithKind(r.Kind), h.storageMedia)
+		return marshalStored(c.ToStored(obj), c.Stored.WithKind(r.Kind), media)
 	}
 	if r.ConvertVersion != nil && !r.StoredAs.Empty() {
 		stored, err := r.ConvertVersion(obj, r.StoredAs)
 		if err != nil {
 			return nil, err
 		}
-		return marshalStored(stored, stored.GetObjectKind().GroupVersionKind(), h.storageMedia)
+		return marshalStored(stored, stored.GetObjectKind().GroupVersionKind(), media)
 	}
 	gv := r.GroupVersion
 	if !r.StoredAs.Empty() {
 		gv = r.StoredAs
 		defer obj.GetObjectKind().SetGroupVersionKind(r.GroupVersion.WithKind(r.Kind))
 	}
-	return marshalStored(obj, gv.WithKind(r.Kind), h.storageMedia)
+	return marshalStored(obj, gv.WithKind(r.Kind), media)
 }
 
 // readBack is what a write returns: the object as a read of the stored one gives it (a

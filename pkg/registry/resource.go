@@ -71,6 +71,10 @@ type Resource struct {
 	// default for a built-in kind (its name, or one of kube's special prefixes): custom
 	// resources, CRDs and APIServices are kept under "<group>/<resource>".
 	StoragePrefix string
+	// StorageMediaType, when set, is the media type objects are stored in whatever the
+	// handler's: kube keeps APIServices and CRDs as JSON (the aggregator's and apiextensions'
+	// legacy codecs).
+	StorageMediaType string
 	// StoredAs is the group/version objects are stored in when it is not the resource's own (a
 	// custom resource served in several versions is stored in its CRD's storage version).
 	StoredAs schema.GroupVersion

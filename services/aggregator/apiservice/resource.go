@@ -20,7 +20,7 @@ import (
 // Resource is apiregistration.k8s.io/v1 apiservices, cluster-scoped, with a status.
 func Resource() *registry.Resource {
 	return &registry.Resource{GroupVersion: apiregistration.SchemeGroupVersion, Name: "apiservices", SingularName: "apiservice",
-		Kind: "APIService", StoragePrefix: "apiregistration.k8s.io/apiservices", Categories: []string{"api-extensions"}, Subresources: []string{"status"}, HasSpec: true, NoGeneration: true,
+		Kind: "APIService", StoragePrefix: "apiregistration.k8s.io/apiservices", StorageMediaType: registry.MediaJSON, Categories: []string{"api-extensions"}, Subresources: []string{"status"}, HasSpec: true, NoGeneration: true,
 		ResetStatusMeta: metav1.ResetObjectMetaForStatus,
 		New:             func() runtime.Object { return &apiregistration.APIService{} },
 		NewList:         func() runtime.Object { return &apiregistration.APIServiceList{} },

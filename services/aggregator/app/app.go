@@ -85,7 +85,13 @@ func (o *Options) setup(b *backend.Backend) error {
 	}
 	b.Server.AddHealthChecks(apiservice.Completion(client))
 	return b.Server.AddPostStartHook("kube-apiserver-autoregistration", func(ctx context.Context) error {
-		go apiservice.NewAutoRegister(client, crds, b.Log).Run(ctx, 5*time.Minute)
+		go func() {
+			// Not before the CRDs are known, as kube's crd-autoregistration waits for its
+			// informer: a first pass without them deletes every CRD's APIService.
+			if crds.WaitSynced(ctx) == nil {
+				apiservice.NewAutoRegister(client, crds, b.Log).Run(ctx, 5*time.Minute)
+			}
+		}()
 		return nil
 	})
 }

@@ -38,8 +38,9 @@ func Resource() *registry.Resource {
 		GroupVersion: apiextensionsv1.SchemeGroupVersion, Name: "customresourcedefinitions", SingularName: "customresourcedefinition",
 		Kind: "CustomResourceDefinition", ShortNames: []string{"crd", "crds"}, Categories: []string{"api-extensions"},
 		Subresources: []string{"status"}, HasSpec: true, ValidatesMeta: true,
-		StoragePrefix: "apiextensions.k8s.io/customresourcedefinitions",
-		// kube keeps CRDs as v1beta1, the more compact form (its apiextensions server's codec).
+		StoragePrefix: "apiextensions.k8s.io/customresourcedefinitions", StorageMediaType: registry.MediaJSON,
+		// kube keeps CRDs as v1beta1 JSON, the more compact form (its apiextensions server's
+		// legacy codec).
 		Convert: &registry.Conversion{Stored: apiextensionsv1beta1.SchemeGroupVersion,
 			NewStored: func() runtime.Object { return &apiextensionsv1beta1.CustomResourceDefinition{} },
 			ToStored: func(o runtime.Object) runtime.Object {
