@@ -49,23 +49,32 @@ func etcdCommand() *cobra.Command {
 	return cmd
 }
 
+// startStoppedEtcd starts the embedded etcd of a data directory no apichain runs on, holding
+// the directory's lock until stop (embedded.ErrDataDirInUse: an apichain runs on it).
+func startStoppedEtcd(ctx context.Context, dataDir string) (endpoints []string, stop func(), err error) {
+	lock, err := embedded.LockDataDir(dataDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "etcd")); err != nil {
+		lock.Unlock()
+		return nil, nil, fmt.Errorf("no embedded etcd data in %s: %w", dataDir, err)
+	}
+	e, err := embedded.StartEtcd(ctx, dataDir, 0, 0)
+	if err != nil {
+		lock.Unlock()
+		return nil, nil, err
+	}
+	return e.Endpoints(), func() { e.Stop(); lock.Unlock() }, nil
+}
+
 // snapshotSave snapshots the etcd running on dataDir or, when apichain is stopped, the etcd
 // it started for the purpose on the same data.
 func snapshotSave(ctx context.Context, dataDir, file string, out io.Writer) error {
-	var endpoints []string
-	lock, err := embedded.LockDataDir(dataDir)
+	endpoints, stop, err := startStoppedEtcd(ctx, dataDir)
 	switch {
 	case err == nil:
-		defer lock.Unlock()
-		if _, err := os.Stat(filepath.Join(dataDir, "etcd")); err != nil {
-			return fmt.Errorf("no embedded etcd data in %s: %w", dataDir, err)
-		}
-		e, err := embedded.StartEtcd(ctx, dataDir, 0, 0)
-		if err != nil {
-			return err
-		}
-		defer e.Stop()
-		endpoints = e.Endpoints()
+		defer stop()
 	case errors.Is(err, embedded.ErrDataDirInUse):
 		if endpoints, err = embedded.RunningEtcdEndpoints(dataDir); err != nil {
 			return err

@@ -11,7 +11,6 @@ import (
 
 	"github.com/apichain/apichain/pkg/backend"
 	"github.com/apichain/apichain/pkg/certs"
-	"github.com/apichain/apichain/pkg/embedded"
 	"github.com/apichain/apichain/pkg/registry"
 	"github.com/apichain/apichain/pkg/storage"
 	"github.com/apichain/apichain/pkg/storage/encryption"
@@ -79,20 +78,12 @@ func storageCommand() *cobra.Command {
 			ctx := cmd.Context()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			if len(servers) == 0 { // the all-in-one's embedded etcd, apichain stopped
-				lock, err := embedded.LockDataDir(dataDir)
+				endpoints, stop, err := startStoppedEtcd(ctx, dataDir)
 				if err != nil {
 					return err
 				}
-				defer lock.Unlock()
-				if _, err := os.Stat(filepath.Join(dataDir, "etcd")); err != nil {
-					return fmt.Errorf("no embedded etcd data in %s: %w", dataDir, err)
-				}
-				e, err := embedded.StartEtcd(ctx, dataDir, 0, 0)
-				if err != nil {
-					return err
-				}
-				defer e.Stop()
-				servers = e.Endpoints()
+				defer stop()
+				servers = endpoints
 				if generated := filepath.Join(dataDir, "pki", certs.EncryptionConfigFile); encryptionFile == "" {
 					if _, err := os.Stat(generated); err == nil {
 						encryptionFile = generated

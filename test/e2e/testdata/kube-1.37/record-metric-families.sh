@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Records the metric families kube-apiserver exports (name, type, label names) from its
 # /metrics, for TestMetricFamiliesMatchKube. Run kube-apiserver 1.37.2 with
-# ../shared/tools/kube-reference, exercise it (the test's comments say with what), then:
+# ../shared/tools/kube-reference, exercise it (the test's comments say with what), then
+# (a second run's families, with an encryption configuration, were merged into the first's):
 #   KUBECONFIG=<its admin kubeconfig> test/e2e/testdata/kube-1.37/record-metric-families.sh
 set -euo pipefail
 kubectl get --raw /metrics | python3 -c '
