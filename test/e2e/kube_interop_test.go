@@ -208,6 +208,19 @@ func runInterop(t *testing.T, ref string, encrypted bool) {
 	plain, _ := base64.StdEncoding.DecodeString(secret)
 	assert.Equal(t, "s3cr3t-written-by-kube", string(plain))
 
+	// kube's node ports are apichain's to keep: asking for one kube gave is refused.
+	kubePort := fromKube["Service interop/web-nodeport"].Object["spec"].(map[string]any)["ports"].([]any)[0].(map[string]any)["nodePort"]
+	taken := filepath.Join(t.TempDir(), "taken.yaml")
+	writeFile(t, taken, fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: same-port, namespace: interop}\n"+
+		"spec: {type: NodePort, selector: {app: web}, ports: [{port: 80, nodePort: %v}]}\n", kubePort))
+	require.Eventually(t, func() bool {
+		out, err := kubectl(t, apichainKubeconfig, "create", "-f", taken)
+		if err == nil {
+			_, _ = kubectl(t, apichainKubeconfig, "delete", "-f", taken)
+		}
+		return err != nil && strings.Contains(out, "provided port is already allocated")
+	}, 30*time.Second, 500*time.Millisecond, "node port %v, kube's service's, is not given again", kubePort)
+
 	// apichain writes; kube reads.
 	writes := filepath.Join(t.TempDir(), "writes.yaml")
 	writeFile(t, writes, `apiVersion: v1

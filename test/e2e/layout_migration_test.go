@@ -208,3 +208,19 @@ func legacyHasStatus(kind string) bool {
 	}
 	return false
 }
+
+// --etcd-prefix and --storage-media-type as kube takes them: objects under the prefix given,
+// in the media type given (custom resources are JSON whatever it says).
+func TestEtcdPrefixAndStorageMediaType(t *testing.T) {
+	c, _ := startAllInOne(t, "--etcd-prefix", "/tenant-a/", "--storage-media-type", "application/json")
+	out, err := kubectl(t, filepath.Join(c.data, "admin.kubeconfig"), "create", "configmap", "prefixed", "--from-literal", "k=v")
+	require.NoError(t, err, out)
+	raw := rawEtcd(t, c.data, "/tenant-a/configmaps/default/prefixed")
+	assert.True(t, json.Valid(raw), "JSON, as asked: %q", raw)
+	assert.Contains(t, string(raw), `"kind":"ConfigMap","apiVersion":"v1"`)
+	assert.Empty(t, etcdKeys(t, c.data, "/registry/configmaps/"), "nothing under kube's default prefix")
+
+	bad := start(t, "apichain", "--data-dir", tempDataDir(t), "--secure-port", "0", "--storage-media-type", "application/cbor")
+	assert.NotEqual(t, 0, bad.wait(30*time.Second), "an unknown storage media type is refused")
+	assert.Contains(t, bad.output(), `"application/cbor" is not one of application/vnd.kubernetes.protobuf, application/json`)
+}

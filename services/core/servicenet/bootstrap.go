@@ -2,12 +2,14 @@ package servicenet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/apichain/apichain/pkg/registry"
+	"github.com/apichain/apichain/pkg/storage"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -136,10 +138,11 @@ func (a *Allocator) repair(ctx context.Context, services *registry.Resource, sus
 	if err != nil {
 		return err
 	}
-	seen := map[string]bool{}
+	seen, recorded := map[string]bool{}, map[string]bool{}
 	for _, kv := range res.KVs {
 		port := kv.Key[strings.LastIndex(kv.Key, "/")+1:]
 		owner := string(kv.Value)
+		recorded[port] = true
 		if ports[port] == owner {
 			continue
 		}
@@ -152,6 +155,19 @@ func (a *Allocator) repair(ctx context.Context, services *registry.Resource, sus
 		var p int32
 		_, _ = fmt.Sscan(port, &p)
 		if err := a.ReleaseNodePort(ctx, p, ns, name); err != nil {
+			return err
+		}
+	}
+	// A node port a service holds without a record (a Service another API server wrote on
+	// the same etcd, kube-apiserver's bitmap in /registry/ranges) is recorded, so that no other
+	// service is given it: kube's repair rebuilds its allocations from the Services the same way.
+	for port, owner := range ports {
+		if recorded[port] {
+			continue
+		}
+		var p int32
+		_, _ = fmt.Sscan(port, &p)
+		if _, err := a.store.Create(ctx, nodePortKey(p), []byte(owner)); err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
 			return err
 		}
 	}
