@@ -136,7 +136,7 @@ func unmarshalProtobuf(r *Resource, data []byte) (obj runtime.Object, conv bool,
 	case r.Convert != nil && u.APIVersion == r.Convert.Stored.String():
 		obj, conv = r.Convert.NewStored(), true
 	default:
-		return nil, false, fmt.Errorf("stored as %s %s, which %s are not read from", u.APIVersion, u.Kind, r.GroupVersionResource())
+		return nil, false, fmt.Errorf("stored as %s %s, a version %s is not read from", u.APIVersion, u.Kind, r.GroupVersionResource())
 	}
 	m, ok := obj.(protoMessage)
 	if !ok {

@@ -143,3 +143,24 @@ func TestStoredInVersion(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "v", out.(*v1).Data["k"])
 }
+
+// Whatever etcd holds under a key, reading it is an object or an error (a corrupt object's
+// 500), never a panic: protobuf envelopes, JSON, and garbage alike.
+func FuzzDecodeStored(f *testing.F) {
+	cm := configMap("f", map[string]string{"k": "v"})
+	for _, media := range []string{MediaProtobuf, MediaJSON} {
+		h := &Handler{storageMedia: media}
+		data, err := h.encodeStored(cmResource, cm)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("k8s\x00\x0a\x02\x0a\x00"))
+	f.Add([]byte(`{"apiVersion":"v1","kind":"ConfigMap","data":{"k":1}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, r := range []*Resource{cmResource, podResource, widgetResource} {
+			_, _ = decodeStoredForm(r, data)
+		}
+	})
+}
