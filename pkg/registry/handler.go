@@ -50,7 +50,7 @@ func NewHandler(scheme *Scheme, set *Set, store *storage.Store, stopping <-chan 
 
 // StorageMediaTypes are the media types objects may be stored in, the first the default:
 // kube's --storage-media-type (custom resources, which have no protobuf form, are JSON).
-var StorageMediaTypes = []string{MediaProtobuf, MediaJSON}
+var StorageMediaTypes = []string{MediaProtobuf, MediaJSON, MediaYAML}
 
 // SetStorageMediaType sets the media type objects are written in, before the handler serves;
 // objects are read in either.

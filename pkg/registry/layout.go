@@ -1,12 +1,14 @@
 package registry
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 )
 
 // kube-apiserver's storage layout: where each kind is kept in etcd and how it is encoded, so
@@ -100,7 +102,8 @@ type protoMessage interface {
 }
 
 // marshalStored encodes a stored object of kind gvk in media (kube's encoding: protobuf in
-// kube's envelope for kinds that have a protobuf form, JSON followed by a newline otherwise).
+// kube's envelope for kinds that have a protobuf form, YAML when asked, JSON followed by a
+// newline otherwise).
 func marshalStored(obj runtime.Object, gvk schema.GroupVersionKind, media string) ([]byte, error) {
 	if m, ok := obj.(protoMessage); ok && media == MediaProtobuf {
 		raw, err := m.Marshal()
@@ -120,7 +123,19 @@ func marshalStored(obj runtime.Object, gvk schema.GroupVersionKind, media string
 	if err != nil {
 		return nil, err
 	}
+	if media == MediaYAML {
+		return yaml.JSONToYAML(b)
+	}
 	return append(b, '\n'), nil
+}
+
+// storedJSON is a stored object's JSON: itself, or its YAML (--storage-media-type
+// application/yaml) turned into JSON. Protobuf is read before.
+func storedJSON(data []byte) ([]byte, error) {
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		return data, nil
+	}
+	return yaml.YAMLToJSON(data)
 }
 
 // unmarshalProtobuf decodes a protobuf-encoded stored object into a new object of r's kind in

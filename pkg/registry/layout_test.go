@@ -111,6 +111,15 @@ func TestStoredEncodings(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "from-json", back.(*corev1.ConfigMap).Data["a"])
 
+	// YAML when asked, read back as any.
+	require.NoError(t, h.SetStorageMediaType(MediaYAML))
+	data, err = h.encodeStored(cmResource, out)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "kind: ConfigMap\n")
+	back, err = decodeStoredForm(cmResource, data)
+	require.NoError(t, err)
+	assert.Equal(t, "from-json", back.(*corev1.ConfigMap).Data["a"])
+
 	// A custom resource has no protobuf form: JSON whatever the media type.
 	w := &unstructured.Unstructured{}
 	require.NoError(t, w.UnmarshalJSON([]byte(widgetJSON("w", 1))))

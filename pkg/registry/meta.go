@@ -53,6 +53,10 @@ func decodeStoredForm(r *Resource, data []byte) (runtime.Object, error) {
 		}
 		return obj, nil
 	}
+	data, err := storedJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("decoding stored %s: %w", r.Name, err)
+	}
 	obj := r.New()
 	if c != nil {
 		obj = c.NewStored()

@@ -222,5 +222,5 @@ func TestEtcdPrefixAndStorageMediaType(t *testing.T) {
 
 	bad := start(t, "apichain", "--data-dir", tempDataDir(t), "--secure-port", "0", "--storage-media-type", "application/cbor")
 	assert.NotEqual(t, 0, bad.wait(30*time.Second), "an unknown storage media type is refused")
-	assert.Contains(t, bad.output(), `"application/cbor" is not one of application/vnd.kubernetes.protobuf, application/json`)
+	assert.Contains(t, bad.output(), `"application/cbor" is not one of application/vnd.kubernetes.protobuf, application/json, application/yaml`)
 }

@@ -157,8 +157,9 @@ func customResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensio
 		GroupVersion: gvk.GroupVersion(), Name: names.Plural, SingularName: names.Singular, Kind: names.Kind,
 		Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped, ShortNames: names.ShortNames, Categories: names.Categories,
 		HasSpec: true, New: registry.NewUnstructured(gvk), NewList: registry.NewUnstructuredList(gvk),
-		StoragePrefix: crd.Spec.Group + "/" + names.Plural, // kube's: the group's keys, not the built-ins'
-		TypeConverter: cs.typeConverter(gvk),
+		StoragePrefix:    crd.Spec.Group + "/" + names.Plural, // kube's: the group's keys, not the built-ins'
+		StorageMediaType: registry.MediaJSON,                  // kube's custom resource codec is JSON's, whatever --storage-media-type says
+		TypeConverter:    cs.typeConverter(gvk),
 		// Pruned and defaulted where kube's decoder does it: on every request's object (so the
 		// field managers see the defaults, as on kube) and on what is read from storage.
 		Default:          cs.prepare,
