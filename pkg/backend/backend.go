@@ -113,7 +113,7 @@ func New(opts *Options, served []*discoveryv1.GroupVersion, nc *nats.Conn, log *
 	}
 	b := &Backend{Server: srv, Etcd: etcd, Log: log, opts: opts, ln: ln, nc: nc, health: health.NewServer(),
 		discovery: NewDiscovery(served), instances: lifecycle.NewRegistry(opts.Lifecycle.TTL), tracer: tracer}
-	b.peers = routing.NewRouter(b.instances, routing.NewPool(credentials.NewTLS(peerTLS), tracer.DialOptions()...))
+	b.peers = routing.NewPeerRouter(b.instances, routing.NewPool(credentials.NewTLS(peerTLS), tracer.DialOptions()...))
 	b.store = storage.NewStore(etcd, opts.EtcdPrefix).Guarded(b.owns).Resolving(b.resourceOf)
 	background, stopBackground := context.WithCancel(context.Background())
 	b.stopBackground = stopBackground

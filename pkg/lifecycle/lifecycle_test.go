@@ -173,3 +173,22 @@ func TestStalledWatchIsStartedAgain(t *testing.T) {
 		}
 	}
 }
+
+// Another backend's reads may go to an instance that serves its API before it is ready; not
+// to one that has not installed its routes, nor to one stopping.
+func TestServing(t *testing.T) {
+	mux := []*lifecyclev1.Signal{{Name: "MuxAndDiscoveryComplete"}}
+	for _, c := range []struct {
+		st   *lifecyclev1.InstanceState
+		want bool
+	}{
+		{&lifecyclev1.InstanceState{State: lifecyclev1.State_STATE_NEW}, false},
+		{&lifecyclev1.InstanceState{State: lifecyclev1.State_STATE_STARTING}, false},
+		{&lifecyclev1.InstanceState{State: lifecyclev1.State_STATE_STARTING, Signals: mux}, true},
+		{&lifecyclev1.InstanceState{State: lifecyclev1.State_STATE_RUNNING, Signals: mux, Ready: true}, true},
+		{&lifecyclev1.InstanceState{State: lifecyclev1.State_STATE_STOPPING, Signals: mux}, false},
+	} {
+		assert.Equal(t, c.want, Serving(c.st), "%v", c.st)
+		assert.False(t, Routable(c.st) && !Serving(c.st), "a ready instance serves")
+	}
+}

@@ -150,6 +150,22 @@ func (r *Registry) Service(name string) []*lifecyclev1.InstanceState {
 	return out
 }
 
+// Serving reports whether an instance serves its API, ready or not yet: it has installed its
+// routes (MuxAndDiscoveryComplete) and is not stopping. Another backend's reads may go to
+// it while its own start finishes, as kube-apiserver's loopback clients read from the server
+// before it is ready.
+func Serving(st *lifecyclev1.InstanceState) bool {
+	if st.GetState() < lifecyclev1.State_STATE_STARTING || st.GetState() >= lifecyclev1.State_STATE_STOPPING {
+		return false
+	}
+	for _, s := range st.GetSignals() {
+		if s.GetName() == "MuxAndDiscoveryComplete" {
+			return true
+		}
+	}
+	return false
+}
+
 // Routable reports whether the gateway may send requests to an instance.
 func Routable(st *lifecyclev1.InstanceState) bool {
 	return st.GetReady() && st.GetState() < lifecyclev1.State_STATE_STOPPING

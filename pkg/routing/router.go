@@ -38,11 +38,22 @@ type Router struct {
 	rr   sync.Map // service -> *atomic.Uint64
 	// perInstance counts requests each backend instance served (nil: not counted).
 	perInstance *prometheus.CounterVec
+	// routable says which instances take requests: ready ones (lifecycle.Routable), or for
+	// a backend's reads of another's kinds, serving ones (lifecycle.Serving).
+	routable func(*lifecyclev1.InstanceState) bool
 }
 
-// NewRouter routes by reg's instances over pool's connections.
+// NewRouter routes by reg's instances over pool's connections, to ready instances.
 func NewRouter(reg *lifecycle.Registry, pool *Pool) *Router {
-	return &Router{reg: reg, pool: pool}
+	return &Router{reg: reg, pool: pool, routable: lifecycle.Routable}
+}
+
+// NewPeerRouter routes a backend's reads of another service's kinds: to instances that serve,
+// ready or not yet, so that services whose readiness waits on their copies of another's kinds
+// do not wait for all of its start too (its bootstrap objects reach the copies as they are
+// made).
+func NewPeerRouter(reg *lifecycle.Registry, pool *Pool) *Router {
+	return &Router{reg: reg, pool: pool, routable: lifecycle.Serving}
 }
 
 // CountRequests registers apichain_gateway_backend_requests_total, which counts the
@@ -103,7 +114,7 @@ type Target struct {
 func (rt *Router) plan(gv string) []Target {
 	byService := map[string][]*lifecyclev1.InstanceState{}
 	for _, st := range rt.reg.Instances() {
-		if lifecycle.Routable(st) {
+		if rt.routable(st) {
 			byService[st.GetService()] = append(byService[st.GetService()], st)
 		}
 	}
@@ -258,7 +269,7 @@ func connectWithin(ctx context.Context, conn *Conn, d time.Duration) bool {
 func (rt *Router) AnyInstance(svc string) (Target, bool) {
 	var insts []*lifecyclev1.InstanceState
 	for _, st := range rt.reg.Service(svc) {
-		if lifecycle.Routable(st) {
+		if rt.routable(st) {
 			insts = append(insts, st)
 		}
 	}
