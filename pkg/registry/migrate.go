@@ -9,8 +9,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/apichain/apichain/pkg/storage"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	storagevalue "k8s.io/apiserver/pkg/storage/value"
 )
 
@@ -61,9 +61,7 @@ type Migration struct {
 	// their keys did not change).
 	Resources []*Resource
 	// Values are the encryption transformers (nil: values are kept as they are).
-	Values interface {
-		For(gr schema.GroupResource) storagevalue.Transformer
-	}
+	Values storage.Transformers
 	// MediaType objects are written in (--storage-media-type).
 	MediaType string
 	// StopAfter, when positive, stops the run after that many objects, as a crash would
