@@ -198,7 +198,7 @@ func (c *Client) watchPrefix(ctx context.Context, r *Resource) <-chan Change {
 				var change Change
 				if ev.Err == nil {
 					change.Deleted = ev.Type == storage.Deleted
-					change.Deleting = !change.Deleted && c.markedForDeletion(r, ev.Value)
+					change.Deleting = !change.Deleted && markedForDeletion(ev.Value)
 				}
 				select {
 				case out <- change:
@@ -215,17 +215,6 @@ func (c *Client) watchPrefix(ctx context.Context, r *Resource) <-chan Change {
 		}
 	}()
 	return out
-}
-
-// markedForDeletion reports whether a stored object of r has a deletion timestamp (an
-// object that does not decode counts as not).
-func (c *Client) markedForDeletion(r *Resource, data []byte) bool {
-	obj, err := decodeStoredForm(r, data)
-	if err != nil {
-		return false
-	}
-	acc, err := meta.Accessor(obj)
-	return err == nil && acc.GetDeletionTimestamp() != nil
 }
 
 // objectRef names one object of r.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
@@ -158,4 +159,45 @@ func unmarshalProtobuf(r *Resource, data []byte) (obj runtime.Object, conv bool,
 		return nil, false, fmt.Errorf("%s %s has no protobuf form", u.APIVersion, u.Kind)
 	}
 	return obj, conv, m.Unmarshal(u.Raw)
+}
+
+// markedForDeletion reports whether a stored object has a deletion timestamp, without decoding
+// it (a controller's watch asks it of every change): in protobuf, kube's envelope's raw
+// object's metadata (field 1 of every kind) holds deletionTimestamp (field 9 of ObjectMeta);
+// in JSON the key is there once it is set.
+func markedForDeletion(data []byte) bool {
+	if !bytes.HasPrefix(data, protobufPrefix) {
+		return bytes.Contains(data, []byte("deletionTimestamp"))
+	}
+	raw, ok := protoField(data[len(protobufPrefix):], 2) // runtime.Unknown's raw
+	if !ok {
+		return false
+	}
+	meta, ok := protoField(raw, 1)
+	if !ok {
+		return false
+	}
+	_, ok = protoField(meta, 9)
+	return ok
+}
+
+// protoField is the first length-delimited field num of a protobuf message.
+func protoField(msg []byte, num protowire.Number) ([]byte, bool) {
+	for len(msg) > 0 {
+		n, typ, l := protowire.ConsumeTag(msg)
+		if l < 0 {
+			return nil, false
+		}
+		msg = msg[l:]
+		if n == num && typ == protowire.BytesType {
+			v, l := protowire.ConsumeBytes(msg)
+			return v, l >= 0
+		}
+		l = protowire.ConsumeFieldValue(n, typ, msg)
+		if l < 0 {
+			return nil, false
+		}
+		msg = msg[l:]
+	}
+	return nil, false
 }

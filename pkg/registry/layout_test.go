@@ -173,3 +173,23 @@ func FuzzDecodeStored(f *testing.F) {
 		}
 	})
 }
+
+// A controller's watch learns an object is being deleted from its stored form without
+// decoding it, in either encoding.
+func TestMarkedForDeletion(t *testing.T) {
+	for _, media := range []string{MediaProtobuf, MediaJSON} {
+		h := &Handler{storageMedia: media}
+		cm := configMap("d", map[string]string{"deletionTimestamp": "not metadata"})
+		data, err := h.encodeStored(cmResource, cm)
+		require.NoError(t, err)
+		if media == MediaProtobuf {
+			assert.False(t, markedForDeletion(data), media) // a data key by that name is no metadata
+		}
+		now := metav1.Now()
+		cm.DeletionTimestamp = &now
+		data, err = h.encodeStored(cmResource, cm)
+		require.NoError(t, err)
+		assert.True(t, markedForDeletion(data), media)
+	}
+	assert.False(t, markedForDeletion([]byte("k8s\x00\xff")), "garbage is not marked")
+}

@@ -177,15 +177,23 @@ func (s *Store) Gated(open <-chan struct{}) *Store {
 	return &g
 }
 
-// WaitOpen waits for the store to open (Gated), or ctx to end.
-func (s *Store) WaitOpen(ctx context.Context) error {
+// isOpen reports whether the store is open (Gated) now.
+func (s *Store) isOpen() bool {
 	if s.open == nil {
-		return nil
+		return true
 	}
 	select {
 	case <-s.open:
-		return nil
+		return true
 	default:
+		return false
+	}
+}
+
+// WaitOpen waits for the store to open (Gated), or ctx to end.
+func (s *Store) WaitOpen(ctx context.Context) error {
+	if s.isOpen() {
+		return nil
 	}
 	select {
 	case <-s.open:
@@ -526,7 +534,7 @@ func WatchStream(ctx context.Context, name string) context.Context {
 // watch's setup and sends etcd's revision at that moment on created before any event.
 func (s *Store) watch(ctx context.Context, prefix string, rev int64, created chan<- int64) <-chan Event {
 	out := make(chan Event, 100)
-	if s.open != nil { // set up once the store opens, without holding the caller up
+	if !s.isOpen() { // set up once the store opens, without holding the caller up
 		go func() {
 			if err := s.WaitOpen(ctx); err != nil {
 				out <- Event{Err: err}
