@@ -54,6 +54,12 @@ func newClientset(kubeconfig string) (kubernetes.Interface, string, error) {
 
 // execute runs the command line and returns the process exit code.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer, newClient clientFactory) int {
+	return executeWith(ctx, args, stdout, stderr, newClient, newScaleTarget)
+}
+
+// executeWith is execute with the scale benchmark's connection made by newTarget (tests
+// pass a fake server's).
+func executeWith(ctx context.Context, args []string, stdout, stderr io.Writer, newClient clientFactory, newTarget func(string) (*scaleTarget, error)) int {
 	code := exitOK
 	var jsonOut bool
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "apichain-bench: "+format+"\n", a...) }
@@ -200,6 +206,7 @@ Example:
 	sfs.DurationVar(&sc.PollInterval, "poll-interval", sc.PollInterval, "Interval between /readyz polls.")
 	sfs.DurationVar(&sc.StopTimeout, "stop-timeout", sc.StopTimeout, "Time allowed to exit after SIGINT before SIGKILL.")
 	root.AddCommand(startup)
+	root.AddCommand(scaleCommand(ctx, newTarget, logf, tableOut, stdout, &jsonOut, &code))
 
 	root.SetArgs(args)
 	root.SetOut(stdout)

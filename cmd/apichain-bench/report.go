@@ -81,6 +81,19 @@ func (r *Report) ExitCode() int {
 // WriteTable prints the results table, any error samples and the verdict line.
 func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "server: %s  namespace: %s\n", r.Server, r.Namespace)
+	r.writeResults(w)
+	switch {
+	case r.OK():
+		fmt.Fprintln(w, "OK")
+	case r.Interrupted:
+		fmt.Fprintf(w, "FAILED: %d operations failed (run interrupted)\n", r.Failed())
+	default:
+		fmt.Fprintf(w, "FAILED: %d operations failed\n", r.Failed())
+	}
+}
+
+// writeResults prints the results table and any error samples.
+func (r *Report) writeResults(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "OPERATION\tCOUNT\tERRORS\tOPS/S\tP50(ms)\tP99(ms)\tNOTES")
 	for _, res := range r.Results {
@@ -93,14 +106,6 @@ func (r *Report) WriteTable(w io.Writer) {
 	}
 	tw.Flush()
 	writeErrorSamples(w, r.Results)
-	switch {
-	case r.OK():
-		fmt.Fprintln(w, "OK")
-	case r.Interrupted:
-		fmt.Fprintf(w, "FAILED: %d operations failed (run interrupted)\n", r.Failed())
-	default:
-		fmt.Fprintf(w, "FAILED: %d operations failed\n", r.Failed())
-	}
 }
 
 func writeErrorSamples(w io.Writer, results []Result) {
@@ -150,9 +155,15 @@ func (r *Report) jsonDoc() any {
 		Failed      int          `json:"failed"`
 		Interrupted bool         `json:"interrupted,omitempty"`
 		Results     []jsonResult `json:"results"`
-	}{Mode: "workload", Server: r.Server, Namespace: r.Namespace, OK: r.OK(), Failed: r.Failed(), Interrupted: r.Interrupted}
+	}{Mode: "workload", Server: r.Server, Namespace: r.Namespace, OK: r.OK(), Failed: r.Failed(), Interrupted: r.Interrupted,
+		Results: r.jsonResults()}
+	return out
+}
+
+func (r *Report) jsonResults() []jsonResult {
+	var out []jsonResult
 	for _, res := range r.Results {
-		out.Results = append(out.Results, jsonResult{
+		out = append(out, jsonResult{
 			Operation: res.Operation, Count: res.Count, Errors: res.Errors,
 			Conflicts: res.Conflicts, ConflictsPerOp: res.ConflictsPerOp(),
 			ElapsedSeconds: res.Elapsed.Seconds(), OpsPerSecond: res.Throughput(),
