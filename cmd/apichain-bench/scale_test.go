@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -30,6 +31,10 @@ func fakeScaleTarget(f *fakeServer, kubeconfig string, wrong bool) *scaleTarget 
 			}
 			if wrong && opts.Limit == 0 && opts.LabelSelector == "" {
 				l.Items = l.Items[1:]
+			}
+			// The namespace's own ConfigMap, as a server creates it.
+			if opts.Limit == 0 {
+				l.Items = append(l.Items, corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: ns}})
 			}
 			l.APIVersion, l.Kind = "v1", "ConfigMapList"
 			media := runtime.ContentTypeJSON
