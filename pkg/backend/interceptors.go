@@ -89,6 +89,7 @@ func (b *Backend) unaryInterceptor(ctx context.Context, req any, info *grpc.Unar
 var handlerSpans = map[string]string{
 	resourcev1.ResourceService_Get_FullMethodName:              "Get",
 	resourcev1.ResourceService_List_FullMethodName:             "List",
+	resourcev1.ResourceService_StreamList_FullMethodName:       "List",
 	resourcev1.ResourceService_Create_FullMethodName:           "Create",
 	resourcev1.ResourceService_Update_FullMethodName:           "Update",
 	resourcev1.ResourceService_Patch_FullMethodName:            "Patch",
@@ -156,5 +157,39 @@ func (b *Backend) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.St
 	}
 	defer done()
 	defer b.finish(ctx, info.FullMethod, time.Now(), &err)
+	if name := handlerSpans[info.FullMethod]; name != "" && spans.Recording(ctx) {
+		s := &spanStream{ServerStream: ss, ctx: ctx, name: name}
+		defer s.end()
+		return h(srv, s)
+	}
 	return h(srv, ctxStream{ServerStream: ss, ctx: ctx})
+}
+
+// spanStream starts a streaming method's handler span once its request is in, for the
+// span's attributes.
+type spanStream struct {
+	grpc.ServerStream
+	ctx  context.Context
+	name string
+	span oteltrace.Span
+}
+
+func (s *spanStream) Context() context.Context { return s.ctx }
+
+func (s *spanStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil || s.span != nil {
+		return err
+	}
+	req := m
+	if l, ok := m.(*resourcev1.StreamListRequest); ok {
+		req = l.GetList()
+	}
+	s.ctx, s.span = spans.Start(s.ctx, s.name, handlerAttributes(s.ctx, s.name, req)...)
+	return nil
+}
+
+func (s *spanStream) end() {
+	if s.span != nil {
+		s.span.End()
+	}
 }

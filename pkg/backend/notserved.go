@@ -27,6 +27,9 @@ func (NotServedResources) Get(_ context.Context, r *resourcev1.GetRequest) (*res
 func (NotServedResources) List(_ context.Context, r *resourcev1.ListRequest) (*resourcev1.ListResponse, error) {
 	return nil, rpcstatus.NotServed(refString(r.GetRef()))
 }
+func (NotServedResources) StreamList(r *resourcev1.StreamListRequest, _ grpc.ServerStreamingServer[resourcev1.StreamListResponse]) error {
+	return rpcstatus.NotServed(refString(r.GetList().GetRef()))
+}
 func (NotServedResources) Watch(r *resourcev1.WatchRequest, _ grpc.ServerStreamingServer[resourcev1.WatchResponse]) error {
 	return rpcstatus.NotServed(refString(r.GetRef()))
 }

@@ -12,6 +12,7 @@ import (
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/storage"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -256,22 +257,118 @@ func (h *Handler) listEtcd(ctx context.Context, r *Resource, keyPrefix string, s
 
 // List reads a collection.
 func (h *Handler) List(ctx context.Context, req *resourcev1.ListRequest) (*resourcev1.ListResponse, error) {
-	r, err := h.lookup(ctx, req.GetRef(), "list")
+	body, cont, err := h.listBody(ctx, req)
 	if err != nil {
 		return nil, toGRPC(err)
 	}
+	return &resourcev1.ListResponse{Body: &resourcev1.Body{ContentType: body.contentType, Data: body.bytes()}, NextPageToken: cont}, nil
+}
+
+// listChunk is about how many bytes of a list each StreamList message carries.
+const listChunk = 256 << 10
+
+// StreamList reads a collection as List does and sends its body in pieces as it is put
+// together: a large list is never whole in memory, in the backend or in the gateway, and the
+// gateway writes its first bytes while the rest is being encoded.
+func (h *Handler) StreamList(req *resourcev1.StreamListRequest, stream grpc.ServerStreamingServer[resourcev1.StreamListResponse]) error {
+	body, cont, err := h.listBody(stream.Context(), req.GetList())
+	if err != nil {
+		return toGRPC(err)
+	}
+	first := true
+	return body.write(listChunk, func(data []byte) error {
+		msg := &resourcev1.StreamListResponse{Body: &resourcev1.Body{Data: data}}
+		if first {
+			msg.Body.ContentType, msg.NextPageToken, first = body.contentType, cont, false
+		}
+		return stream.Send(msg)
+	})
+}
+
+// listBody reads the page a list request asks for and encodes it.
+func (h *Handler) listBody(ctx context.Context, req *resourcev1.ListRequest) (*listBody, string, error) {
+	r, err := h.lookup(ctx, req.GetRef(), "list")
+	if err != nil {
+		return nil, "", err
+	}
 	if req.GetPageSize() < 0 {
-		return nil, toGRPC(apierrors.NewBadRequest("limit must be non-negative"))
+		return nil, "", apierrors.NewBadRequest("limit must be non-negative")
 	}
 	res, err := h.list(ctx, r, req.GetRef().GetNamespace(), req.GetOptions(), req.GetPageSize(), req.GetPageToken())
 	if err != nil {
-		return nil, toGRPC(err)
+		return nil, "", err
 	}
 	body, err := h.encodeList(r, res, req.GetEncoding(), true)
-	if err != nil {
-		return nil, toGRPC(err)
+	return body, res.cont, err
+}
+
+// listBody is an encoded list: head, then its items (each an encoding the watch cache keeps
+// with the object) framed as the media type frames a list's items, then tail. A list encoded
+// whole is all head.
+type listBody struct {
+	contentType string
+	head, tail  []byte
+	items       [][]byte
+	protobuf    bool // items are protobuf fields 2 of the list's message, not JSON array elements
+}
+
+// appendItem appends item i, framed.
+func (b *listBody) appendItem(out []byte, i int) []byte {
+	if b.protobuf {
+		out = protowire.AppendTag(out, 2, protowire.BytesType)
+		return protowire.AppendBytes(out, b.items[i])
 	}
-	return &resourcev1.ListResponse{Body: body, NextPageToken: res.cont}, nil
+	if i > 0 {
+		out = append(out, ',')
+	}
+	return append(out, b.items[i]...)
+}
+
+func (b *listBody) itemsSize() int {
+	n := 0
+	for i, data := range b.items {
+		if b.protobuf {
+			n += protowire.SizeTag(2) + protowire.SizeBytes(len(data))
+		} else if n += len(data); i > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// bytes is the whole body.
+func (b *listBody) bytes() []byte {
+	if len(b.items) == 0 && len(b.tail) == 0 {
+		return b.head
+	}
+	out := make([]byte, 0, len(b.head)+b.itemsSize()+len(b.tail))
+	out = append(out, b.head...)
+	for i := range b.items {
+		out = b.appendItem(out, i)
+	}
+	return append(out, b.tail...)
+}
+
+// write hands the body to send in pieces of about chunk bytes (at least one piece). A piece
+// is not changed after send returns, so send may keep it.
+func (b *listBody) write(chunk int, send func([]byte) error) error {
+	for len(b.head) > chunk { // a list encoded whole
+		if err := send(b.head[:chunk]); err != nil {
+			return err
+		}
+		b.head = b.head[chunk:]
+	}
+	buf := append(make([]byte, 0, chunk+chunk/4), b.head...)
+	for i := range b.items {
+		if len(buf) >= chunk {
+			if err := send(buf); err != nil {
+				return err
+			}
+			buf = make([]byte, 0, chunk+chunk/4)
+		}
+		buf = b.appendItem(buf, i)
+	}
+	return send(append(buf, b.tail...))
 }
 
 // encodeList answers res as r's list. A typed list holds copies of its items' structs
@@ -280,7 +377,7 @@ func (h *Handler) List(ctx context.Context, req *resourcev1.ListRequest) (*resou
 // copy of every object. An unstructured item shares its map with the cache, so custom
 // resources get copies. With maySplice, the plain JSON or protobuf of the cache's typed items
 // is spliced into the list's.
-func (h *Handler) encodeList(r *Resource, res *listResult, enc *resourcev1.Encoding, maySplice bool) (*resourcev1.Body, error) {
+func (h *Handler) encodeList(r *Resource, res *listResult, enc *resourcev1.Encoding, maySplice bool) (*listBody, error) {
 	out, err := negotiate(enc.GetAccept(), enc.GetPretty(), noProtobuf(r.New()))
 	if err != nil {
 		return nil, err
@@ -309,15 +406,16 @@ func (h *Handler) encodeList(r *Resource, res *listResult, enc *resourcev1.Encod
 	lacc.SetRemainingItemCount(res.remaining)
 	list.GetObjectKind().SetGroupVersionKind(r.GroupVersion.WithKind(r.Kind + "List"))
 	body, err := h.respondAs(r, list, out)
-	if err != nil || !splice {
-		return body, err
+	if err != nil {
+		return nil, err
+	}
+	if !splice {
+		return &listBody{contentType: body.GetContentType(), head: body.GetData()}, nil
 	}
 	if out.mediaType == MediaProtobuf {
-		body.Data, err = spliceItemsProtobuf(body.Data, res)
-	} else {
-		body.Data, err = spliceItems(body.Data, res)
+		return spliceItemsProtobuf(body, res)
 	}
-	return body, err
+	return spliceItems(body, res)
 }
 
 // The keys of an object's encodings as an item of a JSON and of a protobuf list.
@@ -327,10 +425,9 @@ var (
 )
 
 // itemEncodings are the encodings of res's items for o, each made once while the object is in
-// the watch cache, and their total length.
-func itemEncodings(res *listResult, o output) ([][]byte, int, error) {
+// the watch cache.
+func itemEncodings(res *listResult, o output) ([][]byte, error) {
 	encoded := make([][]byte, len(res.items))
-	size := 0
 	for i, obj := range res.items {
 		data, err := res.encoded[i].get(o, func() ([]byte, error) {
 			if o == listItemProtobuf {
@@ -343,36 +440,28 @@ func itemEncodings(res *listResult, o output) ([][]byte, int, error) {
 			return json.Marshal(obj)
 		})
 		if err != nil {
-			return nil, 0, apierrors.NewInternalError(err)
+			return nil, apierrors.NewInternalError(err)
 		}
 		encoded[i] = data
-		size += len(data)
 	}
-	return encoded, size, nil
+	return encoded, nil
 }
 
 // spliceItems puts the items of res into the JSON of their list encoded without them (ending
 // in "items":[]}), for the same bytes as encoding the whole list: encoding/json writes a
 // typed list's item as json.Marshal writes the object. Most of a list's CPU had been the JSON
 // of its items, encoded again for every list.
-func spliceItems(empty []byte, res *listResult) ([]byte, error) {
+func spliceItems(empty *resourcev1.Body, res *listResult) (*listBody, error) {
 	const tail = "]}\n"
-	if !bytes.HasSuffix(empty, []byte(`"items":[`+tail)) {
-		return nil, apierrors.NewInternalError(fmt.Errorf("a list's JSON ends in %q", empty[max(0, len(empty)-20):]))
+	data := empty.GetData()
+	if !bytes.HasSuffix(data, []byte(`"items":[`+tail)) {
+		return nil, apierrors.NewInternalError(fmt.Errorf("a list's JSON ends in %q", data[max(0, len(data)-20):]))
 	}
-	encoded, size, err := itemEncodings(res, listItemJSON)
+	encoded, err := itemEncodings(res, listItemJSON)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(empty)+len(encoded)+size)
-	out = append(out, empty[:len(empty)-len(tail)]...)
-	for i, data := range encoded {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, data...)
-	}
-	return append(out, tail...), nil
+	return &listBody{contentType: empty.GetContentType(), head: data[:len(data)-len(tail)], items: encoded, tail: []byte(tail)}, nil
 }
 
 // spliceItemsProtobuf puts the items of res into kube's protobuf of their list encoded
@@ -380,15 +469,15 @@ func spliceItems(empty []byte, res *listResult) ([]byte, error) {
 // the list's own message (its field 1, the list's metadata; its items are each a field 2,
 // the object's message), 3 and 4 the content encoding and type. The Unknown's field 2 grows
 // by the items, written after the metadata as the generated code writes them.
-func spliceItemsProtobuf(empty []byte, res *listResult) ([]byte, error) {
+func spliceItemsProtobuf(empty *resourcev1.Body, res *listResult) (*listBody, error) {
 	malformed := func(what string) error {
 		return apierrors.NewInternalError(fmt.Errorf("a list's protobuf envelope has no %s", what))
 	}
 	prefix := []byte("k8s\x00")
-	if !bytes.HasPrefix(empty, prefix) {
+	if !bytes.HasPrefix(empty.GetData(), prefix) {
 		return nil, malformed("prefix")
 	}
-	b := empty[len(prefix):]
+	b := empty.GetData()[len(prefix):]
 	field := func(want protowire.Number) (whole, value []byte, err error) {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 || num != want || typ != protowire.BytesType {
@@ -409,25 +498,18 @@ func spliceItemsProtobuf(empty []byte, res *listResult) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	encoded, _, err := itemEncodings(res, listItemProtobuf)
+	encoded, err := itemEncodings(res, listItemProtobuf)
 	if err != nil {
 		return nil, err
 	}
-	items := 0
-	for _, data := range encoded {
-		items += protowire.SizeTag(2) + protowire.SizeBytes(len(data))
-	}
-	out := make([]byte, 0, len(empty)+items+binary.MaxVarintLen64)
-	out = append(out, prefix...)
-	out = append(out, typeMeta...)
-	out = protowire.AppendTag(out, 2, protowire.BytesType)
-	out = protowire.AppendVarint(out, uint64(len(list)+items))
-	out = append(out, list...)
-	for _, data := range encoded {
-		out = protowire.AppendTag(out, 2, protowire.BytesType)
-		out = protowire.AppendBytes(out, data)
-	}
-	return append(out, b...), nil // the content encoding and type
+	out := &listBody{contentType: empty.GetContentType(), items: encoded, tail: b, protobuf: true} // tail: the content encoding and type
+	head := make([]byte, 0, len(prefix)+len(typeMeta)+2*binary.MaxVarintLen64+len(list))
+	head = append(head, prefix...)
+	head = append(head, typeMeta...)
+	head = protowire.AppendTag(head, 2, protowire.BytesType)
+	head = protowire.AppendVarint(head, uint64(len(list)+out.itemsSize()))
+	out.head = append(head, list...)
+	return out, nil
 }
 
 // listFromCache serves a list from the watch cache when kube would: resourceVersion "0"

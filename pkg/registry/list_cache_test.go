@@ -12,6 +12,9 @@ import (
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -236,7 +239,13 @@ func TestSplicedListIsTheWholeList(t *testing.T) {
 							for range 2 {
 								spliced, err := h.encodeList(cmResource, res, enc, true)
 								require.NoError(t, err)
-								require.Equal(t, whole.GetData(), spliced.GetData(), "%v", enc)
+								require.Equal(t, whole.bytes(), spliced.bytes(), "%v", enc)
+							}
+							// In pieces of any size, the same bytes.
+							for _, chunk := range []int{1, 7, 100, 1 << 20} {
+								spliced, err := h.encodeList(cmResource, res, enc, true)
+								require.NoError(t, err)
+								assert.Equal(t, whole.bytes(), pieces(t, spliced, chunk), "%v in pieces of %d", enc, chunk)
 							}
 						}
 						if pages++; res.cont == "" {
@@ -259,9 +268,80 @@ func TestSplicedListIsTheWholeList(t *testing.T) {
 		require.NoError(t, err)
 		resp, err := h.List(ctx, &resourcev1.ListRequest{Ref: ref(cmResource, ns, ""), Encoding: enc})
 		require.NoError(t, err)
+		stream := &listStream{ctx: ctx}
+		require.NoError(t, h.StreamList(&resourcev1.StreamListRequest{List: &resourcev1.ListRequest{Ref: ref(cmResource, ns, ""), Encoding: enc}}, stream))
+		require.NotEmpty(t, stream.sent)
 		if !strings.Contains(enc.GetAccept(), "Table") { // a Table has its own time-dependent cells
-			assert.Equal(t, string(whole.GetData()), string(resp.GetBody().GetData()), "%v", enc)
+			assert.Equal(t, string(whole.bytes()), string(resp.GetBody().GetData()), "%v", enc)
+			assert.Equal(t, string(whole.bytes()), string(stream.data()), "%v", enc)
 		}
-		assert.Equal(t, whole.GetContentType(), resp.GetBody().GetContentType())
+		assert.Equal(t, whole.contentType, resp.GetBody().GetContentType())
+		assert.Equal(t, whole.contentType, stream.sent[0].GetBody().GetContentType())
+		for _, piece := range stream.sent[1:] {
+			assert.Empty(t, piece.GetBody().GetContentType(), "only the first piece has the content type")
+		}
 	}
+}
+
+// pieces is the body written in pieces of chunk bytes, put together again.
+func pieces(t *testing.T, b *listBody, chunk int) []byte {
+	var out []byte
+	require.NoError(t, b.write(chunk, func(data []byte) error {
+		out = append(out, data...)
+		return nil
+	}))
+	return out
+}
+
+// listStream is a StreamList call's server side, keeping what is sent.
+type listStream struct {
+	grpc.ServerStream
+	ctx  context.Context
+	sent []*resourcev1.StreamListResponse
+}
+
+func (s *listStream) Context() context.Context { return s.ctx }
+
+func (s *listStream) Send(m *resourcev1.StreamListResponse) error {
+	s.sent = append(s.sent, m)
+	return nil
+}
+
+func (s *listStream) data() []byte {
+	var out []byte
+	for _, m := range s.sent {
+		out = append(out, m.GetBody().GetData()...)
+	}
+	return out
+}
+
+// A list of many objects comes in pieces of about listChunk bytes, the page token with the
+// first; errors come before any piece, as the call's status.
+func TestStreamListInPieces(t *testing.T) {
+	h, ctx := testCachedH, context.Background()
+	ns := newNamespace(t)
+	big := strings.Repeat("x", 4<<10)
+	for i := range 200 {
+		create(t, cmResource, ns, configMap(fmt.Sprintf("c%03d", i), map[string]string{"v": big}))
+	}
+	require.NoError(t, h.cache(cmResource).waitFresh(ctx, uint64(currentRevision(t)), 5*time.Second))
+	for _, enc := range []*resourcev1.Encoding{{}, {Accept: MediaProtobuf}} {
+		resp, err := h.List(ctx, &resourcev1.ListRequest{Ref: ref(cmResource, ns, ""), Encoding: enc, PageSize: 150})
+		require.NoError(t, err)
+		require.NotEmpty(t, resp.GetNextPageToken())
+		stream := &listStream{ctx: ctx}
+		require.NoError(t, h.StreamList(&resourcev1.StreamListRequest{List: &resourcev1.ListRequest{Ref: ref(cmResource, ns, ""), Encoding: enc, PageSize: 150}}, stream))
+		assert.Greater(t, len(stream.sent), 2, "150 objects of 4 KiB in pieces of %d", listChunk)
+		for _, piece := range stream.sent {
+			assert.LessOrEqual(t, len(piece.GetBody().GetData()), listChunk+listChunk/4+8<<10)
+		}
+		assert.Equal(t, resp.GetNextPageToken(), stream.sent[0].GetNextPageToken())
+		assert.Equal(t, resp.GetBody().GetData(), stream.data())
+	}
+	stream := &listStream{ctx: ctx}
+	err := h.StreamList(&resourcev1.StreamListRequest{List: &resourcev1.ListRequest{Ref: ref(cmResource, ns, ""),
+		Options: &resourcev1.ListOptions{LabelSelector: "a in ("}}}, stream)
+	assert.Error(t, err)
+	assert.NotEqual(t, codes.Unknown, status.Code(err), "%v", err)
+	assert.Empty(t, stream.sent)
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // grpcVerbs are the ResourceService methods' kube verbs.
-var grpcVerbs = map[string]string{"Get": "get", "List": "list", "Watch": "watch", "Create": "create", "Update": "update",
+var grpcVerbs = map[string]string{"Get": "get", "List": "list", "StreamList": "list", "Watch": "watch", "Create": "create", "Update": "update",
 	"Patch": "patch", "Delete": "delete", "DeleteCollection": "deletecollection"}
 
 // grpcReads are the gRPC methods that read what a REST path serves: a client allowed to GET
@@ -49,6 +49,9 @@ func ResolveGRPC(fullMethod string, msg any) *RequestInfo {
 		}
 	}
 	service, method := path.Split(fullMethod)
+	if l, ok := msg.(*resourcev1.StreamListRequest); ok {
+		msg = l.GetList() // a list's request, whose answer comes in pieces
+	}
 	m, isRef := msg.(interface {
 		GetRef() *resourcev1.ResourceRef
 	})

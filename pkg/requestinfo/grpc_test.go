@@ -31,6 +31,10 @@ func TestResolveGRPCAsREST(t *testing.T) {
 		{"List", "GET", "/api/v1/namespaces/ns/pods", &resourcev1.ListRequest{Ref: pods}},
 		{"List", "GET", "/api/v1/nodes?labelSelector=a%3Db&fieldSelector=spec.unschedulable%3Dfalse",
 			&resourcev1.ListRequest{Ref: nodes, Options: &resourcev1.ListOptions{LabelSelector: "a=b", FieldSelector: "spec.unschedulable=false"}}},
+		{"StreamList", "GET", "/api/v1/nodes?labelSelector=a%3Db", &resourcev1.StreamListRequest{List: &resourcev1.ListRequest{Ref: nodes,
+			Options: &resourcev1.ListOptions{LabelSelector: "a=b"}}}},
+		{"StreamList", "GET", "/api/v1/namespaces/ns/pods?fieldSelector=metadata.name%3Dp", &resourcev1.StreamListRequest{List: &resourcev1.ListRequest{Ref: pods,
+			Options: &resourcev1.ListOptions{FieldSelector: "metadata.name=p"}}}},
 		// One object's list or watch by its name: authorized as that object's.
 		{"List", "GET", "/api/v1/namespaces/ns/pods?fieldSelector=metadata.name%3Dp",
 			&resourcev1.ListRequest{Ref: pods, Options: &resourcev1.ListOptions{FieldSelector: "metadata.name=p"}}},

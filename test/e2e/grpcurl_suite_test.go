@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // grpcurlVersion is the grpcurl the suite installs from the module proxy.
@@ -215,6 +216,31 @@ func TestGRPCurlSuite(t *testing.T) {
 				break
 			}
 			token = next
+		}
+		assert.Equal(t, []string{"paged-0", "paged-1", "paged-2", "paged-3", "paged-4"}, names)
+		// The same list in pieces (StreamList): put together, the list's body.
+		out, exit := admin.call(`{"list":{`+cmRef+`},"options":{"labelSelector":"grpcurl=paged"}}}`, resourceService+"StreamList")
+		require.Equal(t, 0, exit, out)
+		var data []byte
+		dec := json.NewDecoder(strings.NewReader(out))
+		for pieces := 0; dec.More(); pieces++ {
+			var piece struct {
+				Body struct {
+					ContentType string
+					Data        []byte
+				}
+			}
+			require.NoError(t, dec.Decode(&piece), out)
+			if pieces == 0 {
+				assert.Equal(t, "application/json", piece.Body.ContentType)
+			}
+			data = append(data, piece.Body.Data...)
+		}
+		var list corev1.ConfigMapList
+		require.NoError(t, json.Unmarshal(data, &list), string(data))
+		names = nil
+		for _, item := range list.Items {
+			names = append(names, item.Name)
 		}
 		assert.Equal(t, []string{"paged-0", "paged-1", "paged-2", "paged-3", "paged-4"}, names)
 		// A label selector that does not parse is kube's 400.

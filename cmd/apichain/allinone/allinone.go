@@ -118,7 +118,7 @@ func NewCommand(serving func(url, kubeconfig string)) *cobra.Command {
 		a.gw.Options.BackendAddresses = a.addresses
 		a.mu.Unlock()
 		svc, err := initGateway(ctx, log)
-		if g, ok := svc.(*gateway.Gateway); ok {
+		if g, ok := svc.(*gateway.Gateway); ok && err == nil {
 			log.Info("apichain all-in-one starting", "url", g.URL(), "kubeconfig", g.KubeconfigPath(),
 				"try", "kubectl --kubeconfig "+g.KubeconfigPath()+" get --raw '/readyz?verbose'")
 			if serving != nil {

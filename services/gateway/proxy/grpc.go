@@ -93,6 +93,31 @@ func (p *GRPC) DeleteCollection(ctx context.Context, req *resourcev1.DeleteColle
 	})
 }
 
+// StreamList relays a backend's list to the client piece by piece, as it comes.
+func (p *GRPC) StreamList(req *resourcev1.StreamListRequest, out grpc.ServerStreamingServer[resourcev1.StreamListResponse]) error {
+	ctx, warns := withWarnings(out.Context())
+	list, err := routing.ChainError(routing.Invoke(outgoing(ctx, p.modes), p.rt, gv(req.GetList().GetRef()),
+		func(ctx context.Context, c grpc.ClientConnInterface) (*listStream, error) {
+			return openList(ctx, c, req.GetList())
+		}))
+	if err != nil {
+		return err
+	}
+	warns.forwardGRPC(out.Context())
+	for {
+		piece, err := list.next()
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return err
+		}
+		if err := out.Send(piece); err != nil {
+			return err
+		}
+	}
+}
+
 func (p *GRPC) Watch(req *resourcev1.WatchRequest, out grpc.ServerStreamingServer[resourcev1.WatchResponse]) error {
 	in, err := routing.ChainError(p.hub.Watch(outgoing(out.Context(), p.modes), gv(req.GetRef()), req))
 	if err != nil {

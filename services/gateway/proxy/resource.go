@@ -167,11 +167,16 @@ func (p *REST) ServeResource(w http.ResponseWriter, r *http.Request, info *reque
 		out = resp.GetBody()
 	case "list":
 		limit, _ := strconv.ParseInt(q.Get("limit"), 10, 64)
-		var resp *resourcev1.ListResponse
-		resp, err = routing.Invoke(ctx, p.rt, gv, func(ctx context.Context, c grpc.ClientConnInterface) (*resourcev1.ListResponse, error) {
-			return client(c).List(ctx, &resourcev1.ListRequest{Ref: ref, Encoding: enc, Options: listOptions(r), PageSize: limit, PageToken: q.Get("continue")})
+		req := &resourcev1.ListRequest{Ref: ref, Encoding: enc, Options: listOptions(r), PageSize: limit, PageToken: q.Get("continue")}
+		var list *listStream
+		list, err = routing.Invoke(ctx, p.rt, gv, func(ctx context.Context, c grpc.ClientConnInterface) (*listStream, error) {
+			return openList(ctx, c, req)
 		})
-		out = resp.GetBody()
+		if err == nil {
+			warns.writeHTTP(w.Header())
+			writeList(w, list)
+			return
+		}
 	case "watch":
 		p.serveWatch(ctx, w, r, ref, enc, gv)
 		return

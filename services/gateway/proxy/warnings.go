@@ -46,6 +46,15 @@ func CollectWarnings(ctx context.Context, method string, req, reply any, cc *grp
 	}
 	var md metadata.MD
 	err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Header(&md))...)
+	collect(ctx, md)
+	return err
+}
+
+// collect reads the warnings and audit annotations of a backend's header metadata into the
+// request's collector and audit event, if it has them.
+func collect(ctx context.Context, md metadata.MD) {
+	sink, _ := ctx.Value(warningsKey{}).(*warnings)
+	rec := audit.From(ctx)
 	if ws := md.Get(rpcstatus.WarningMetadataKey); len(ws) > 0 && sink != nil {
 		sink.mu.Lock()
 		sink.list = append(sink.list, ws...)
@@ -56,7 +65,6 @@ func CollectWarnings(ctx context.Context, method string, req, reply any, cc *grp
 			rec.Annotate(k, v) // a nil record ignores it
 		}
 	}
-	return err
 }
 
 // writeHTTP adds kube's Warning headers (code 299, agent "-").

@@ -259,6 +259,105 @@ func (x *ListResponse) GetNextPageToken() string {
 	return ""
 }
 
+// StreamListRequest selects objects of a collection, as List's request.
+type StreamListRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	List          *ListRequest           `protobuf:"bytes,1,opt,name=list,proto3" json:"list,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamListRequest) Reset() {
+	*x = StreamListRequest{}
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamListRequest) ProtoMessage() {}
+
+func (x *StreamListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamListRequest.ProtoReflect.Descriptor instead.
+func (*StreamListRequest) Descriptor() ([]byte, []int) {
+	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *StreamListRequest) GetList() *ListRequest {
+	if x != nil {
+		return x.List
+	}
+	return nil
+}
+
+// StreamListResponse is a piece of the encoded list: the first has the body's content type
+// and the next page token.
+type StreamListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Body          *Body                  `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamListResponse) Reset() {
+	*x = StreamListResponse{}
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamListResponse) ProtoMessage() {}
+
+func (x *StreamListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamListResponse.ProtoReflect.Descriptor instead.
+func (*StreamListResponse) Descriptor() ([]byte, []int) {
+	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *StreamListResponse) GetBody() *Body {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+func (x *StreamListResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 // WatchRequest starts a watch.
 type WatchRequest struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
@@ -274,7 +373,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[4]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -286,7 +385,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[4]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -299,7 +398,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{4}
+	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *WatchRequest) GetRef() *ResourceRef {
@@ -361,7 +460,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[5]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -373,7 +472,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[5]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -386,7 +485,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{5}
+	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *WatchResponse) GetType() string {
@@ -423,7 +522,7 @@ type CreateRequest struct {
 
 func (x *CreateRequest) Reset() {
 	*x = CreateRequest{}
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[6]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -435,7 +534,7 @@ func (x *CreateRequest) String() string {
 func (*CreateRequest) ProtoMessage() {}
 
 func (x *CreateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[6]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -448,7 +547,7 @@ func (x *CreateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRequest.ProtoReflect.Descriptor instead.
 func (*CreateRequest) Descriptor() ([]byte, []int) {
-	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{6}
+	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateRequest) GetRef() *ResourceRef {
@@ -490,7 +589,7 @@ type CreateResponse struct {
 
 func (x *CreateResponse) Reset() {
 	*x = CreateResponse{}
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[7]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -502,7 +601,7 @@ func (x *CreateResponse) String() string {
 func (*CreateResponse) ProtoMessage() {}
 
 func (x *CreateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[7]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -515,7 +614,7 @@ func (x *CreateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateResponse.ProtoReflect.Descriptor instead.
 func (*CreateResponse) Descriptor() ([]byte, []int) {
-	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{7}
+	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CreateResponse) GetBody() *Body {
@@ -545,7 +644,7 @@ type UpdateRequest struct {
 
 func (x *UpdateRequest) Reset() {
 	*x = UpdateRequest{}
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[8]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -557,7 +656,7 @@ func (x *UpdateRequest) String() string {
 func (*UpdateRequest) ProtoMessage() {}
 
 func (x *UpdateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[8]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -570,7 +669,7 @@ func (x *UpdateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateRequest.ProtoReflect.Descriptor instead.
 func (*UpdateRequest) Descriptor() ([]byte, []int) {
-	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{8}
+	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *UpdateRequest) GetRef() *ResourceRef {
@@ -612,7 +711,7 @@ type UpdateResponse struct {
 
 func (x *UpdateResponse) Reset() {
 	*x = UpdateResponse{}
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[9]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -624,7 +723,7 @@ func (x *UpdateResponse) String() string {
 func (*UpdateResponse) ProtoMessage() {}
 
 func (x *UpdateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[9]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -637,7 +736,7 @@ func (x *UpdateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateResponse.ProtoReflect.Descriptor instead.
 func (*UpdateResponse) Descriptor() ([]byte, []int) {
-	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{9}
+	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *UpdateResponse) GetBody() *Body {
@@ -669,7 +768,7 @@ type PatchRequest struct {
 
 func (x *PatchRequest) Reset() {
 	*x = PatchRequest{}
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[10]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -681,7 +780,7 @@ func (x *PatchRequest) String() string {
 func (*PatchRequest) ProtoMessage() {}
 
 func (x *PatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[10]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -694,7 +793,7 @@ func (x *PatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PatchRequest.ProtoReflect.Descriptor instead.
 func (*PatchRequest) Descriptor() ([]byte, []int) {
-	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{10}
+	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PatchRequest) GetRef() *ResourceRef {
@@ -743,7 +842,7 @@ type PatchResponse struct {
 
 func (x *PatchResponse) Reset() {
 	*x = PatchResponse{}
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[11]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -755,7 +854,7 @@ func (x *PatchResponse) String() string {
 func (*PatchResponse) ProtoMessage() {}
 
 func (x *PatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[11]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -768,7 +867,7 @@ func (x *PatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PatchResponse.ProtoReflect.Descriptor instead.
 func (*PatchResponse) Descriptor() ([]byte, []int) {
-	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{11}
+	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PatchResponse) GetBody() *Body {
@@ -798,7 +897,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[12]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -810,7 +909,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[12]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -823,7 +922,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{12}
+	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeleteRequest) GetRef() *ResourceRef {
@@ -865,7 +964,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[13]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -877,7 +976,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[13]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -890,7 +989,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{13}
+	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeleteResponse) GetBody() *Body {
@@ -921,7 +1020,7 @@ type DeleteCollectionRequest struct {
 
 func (x *DeleteCollectionRequest) Reset() {
 	*x = DeleteCollectionRequest{}
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[14]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -933,7 +1032,7 @@ func (x *DeleteCollectionRequest) String() string {
 func (*DeleteCollectionRequest) ProtoMessage() {}
 
 func (x *DeleteCollectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[14]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -946,7 +1045,7 @@ func (x *DeleteCollectionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteCollectionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteCollectionRequest) Descriptor() ([]byte, []int) {
-	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{14}
+	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeleteCollectionRequest) GetRef() *ResourceRef {
@@ -994,7 +1093,7 @@ type DeleteCollectionResponse struct {
 
 func (x *DeleteCollectionResponse) Reset() {
 	*x = DeleteCollectionResponse{}
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[15]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1006,7 +1105,7 @@ func (x *DeleteCollectionResponse) String() string {
 func (*DeleteCollectionResponse) ProtoMessage() {}
 
 func (x *DeleteCollectionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_apichain_resource_v1_resource_proto_msgTypes[15]
+	mi := &file_apichain_resource_v1_resource_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1019,7 +1118,7 @@ func (x *DeleteCollectionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteCollectionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteCollectionResponse) Descriptor() ([]byte, []int) {
-	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{15}
+	return file_apichain_resource_v1_resource_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeleteCollectionResponse) GetBody() *Body {
@@ -1049,6 +1148,11 @@ const file_apichain_resource_v1_resource_proto_rawDesc = "" +
 	"\n" +
 	"page_token\x18\x05 \x01(\tR\tpageToken\"f\n" +
 	"\fListResponse\x12.\n" +
+	"\x04body\x18\x01 \x01(\v2\x1a.apichain.resource.v1.BodyR\x04body\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"J\n" +
+	"\x11StreamListRequest\x125\n" +
+	"\x04list\x18\x01 \x01(\v2!.apichain.resource.v1.ListRequestR\x04list\"l\n" +
+	"\x12StreamListResponse\x12.\n" +
 	"\x04body\x18\x01 \x01(\v2\x1a.apichain.resource.v1.BodyR\x04body\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xc9\x02\n" +
 	"\fWatchRequest\x123\n" +
@@ -1102,10 +1206,12 @@ const file_apichain_resource_v1_resource_proto_rawDesc = "" +
 	"\aoptions\x18\x04 \x01(\v2#.apichain.resource.v1.DeleteOptionsR\aoptions\x12D\n" +
 	"\flist_options\x18\x05 \x01(\v2!.apichain.resource.v1.ListOptionsR\vlistOptions\"J\n" +
 	"\x18DeleteCollectionResponse\x12.\n" +
-	"\x04body\x18\x01 \x01(\v2\x1a.apichain.resource.v1.BodyR\x04body2\xc4\x05\n" +
+	"\x04body\x18\x01 \x01(\v2\x1a.apichain.resource.v1.BodyR\x04body2\xa7\x06\n" +
 	"\x0fResourceService\x12J\n" +
 	"\x03Get\x12 .apichain.resource.v1.GetRequest\x1a!.apichain.resource.v1.GetResponse\x12M\n" +
-	"\x04List\x12!.apichain.resource.v1.ListRequest\x1a\".apichain.resource.v1.ListResponse\x12R\n" +
+	"\x04List\x12!.apichain.resource.v1.ListRequest\x1a\".apichain.resource.v1.ListResponse\x12a\n" +
+	"\n" +
+	"StreamList\x12'.apichain.resource.v1.StreamListRequest\x1a(.apichain.resource.v1.StreamListResponse0\x01\x12R\n" +
 	"\x05Watch\x12\".apichain.resource.v1.WatchRequest\x1a#.apichain.resource.v1.WatchResponse0\x01\x12S\n" +
 	"\x06Create\x12#.apichain.resource.v1.CreateRequest\x1a$.apichain.resource.v1.CreateResponse\x12S\n" +
 	"\x06Update\x12#.apichain.resource.v1.UpdateRequest\x1a$.apichain.resource.v1.UpdateResponse\x12P\n" +
@@ -1125,90 +1231,96 @@ func file_apichain_resource_v1_resource_proto_rawDescGZIP() []byte {
 	return file_apichain_resource_v1_resource_proto_rawDescData
 }
 
-var file_apichain_resource_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_apichain_resource_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_apichain_resource_v1_resource_proto_goTypes = []any{
 	(*GetRequest)(nil),               // 0: apichain.resource.v1.GetRequest
 	(*GetResponse)(nil),              // 1: apichain.resource.v1.GetResponse
 	(*ListRequest)(nil),              // 2: apichain.resource.v1.ListRequest
 	(*ListResponse)(nil),             // 3: apichain.resource.v1.ListResponse
-	(*WatchRequest)(nil),             // 4: apichain.resource.v1.WatchRequest
-	(*WatchResponse)(nil),            // 5: apichain.resource.v1.WatchResponse
-	(*CreateRequest)(nil),            // 6: apichain.resource.v1.CreateRequest
-	(*CreateResponse)(nil),           // 7: apichain.resource.v1.CreateResponse
-	(*UpdateRequest)(nil),            // 8: apichain.resource.v1.UpdateRequest
-	(*UpdateResponse)(nil),           // 9: apichain.resource.v1.UpdateResponse
-	(*PatchRequest)(nil),             // 10: apichain.resource.v1.PatchRequest
-	(*PatchResponse)(nil),            // 11: apichain.resource.v1.PatchResponse
-	(*DeleteRequest)(nil),            // 12: apichain.resource.v1.DeleteRequest
-	(*DeleteResponse)(nil),           // 13: apichain.resource.v1.DeleteResponse
-	(*DeleteCollectionRequest)(nil),  // 14: apichain.resource.v1.DeleteCollectionRequest
-	(*DeleteCollectionResponse)(nil), // 15: apichain.resource.v1.DeleteCollectionResponse
-	(*ResourceRef)(nil),              // 16: apichain.resource.v1.ResourceRef
-	(*Encoding)(nil),                 // 17: apichain.resource.v1.Encoding
-	(*Body)(nil),                     // 18: apichain.resource.v1.Body
-	(*ListOptions)(nil),              // 19: apichain.resource.v1.ListOptions
-	(*WriteOptions)(nil),             // 20: apichain.resource.v1.WriteOptions
-	(*DeleteOptions)(nil),            // 21: apichain.resource.v1.DeleteOptions
+	(*StreamListRequest)(nil),        // 4: apichain.resource.v1.StreamListRequest
+	(*StreamListResponse)(nil),       // 5: apichain.resource.v1.StreamListResponse
+	(*WatchRequest)(nil),             // 6: apichain.resource.v1.WatchRequest
+	(*WatchResponse)(nil),            // 7: apichain.resource.v1.WatchResponse
+	(*CreateRequest)(nil),            // 8: apichain.resource.v1.CreateRequest
+	(*CreateResponse)(nil),           // 9: apichain.resource.v1.CreateResponse
+	(*UpdateRequest)(nil),            // 10: apichain.resource.v1.UpdateRequest
+	(*UpdateResponse)(nil),           // 11: apichain.resource.v1.UpdateResponse
+	(*PatchRequest)(nil),             // 12: apichain.resource.v1.PatchRequest
+	(*PatchResponse)(nil),            // 13: apichain.resource.v1.PatchResponse
+	(*DeleteRequest)(nil),            // 14: apichain.resource.v1.DeleteRequest
+	(*DeleteResponse)(nil),           // 15: apichain.resource.v1.DeleteResponse
+	(*DeleteCollectionRequest)(nil),  // 16: apichain.resource.v1.DeleteCollectionRequest
+	(*DeleteCollectionResponse)(nil), // 17: apichain.resource.v1.DeleteCollectionResponse
+	(*ResourceRef)(nil),              // 18: apichain.resource.v1.ResourceRef
+	(*Encoding)(nil),                 // 19: apichain.resource.v1.Encoding
+	(*Body)(nil),                     // 20: apichain.resource.v1.Body
+	(*ListOptions)(nil),              // 21: apichain.resource.v1.ListOptions
+	(*WriteOptions)(nil),             // 22: apichain.resource.v1.WriteOptions
+	(*DeleteOptions)(nil),            // 23: apichain.resource.v1.DeleteOptions
 }
 var file_apichain_resource_v1_resource_proto_depIdxs = []int32{
-	16, // 0: apichain.resource.v1.GetRequest.ref:type_name -> apichain.resource.v1.ResourceRef
-	17, // 1: apichain.resource.v1.GetRequest.encoding:type_name -> apichain.resource.v1.Encoding
-	18, // 2: apichain.resource.v1.GetResponse.body:type_name -> apichain.resource.v1.Body
-	16, // 3: apichain.resource.v1.ListRequest.ref:type_name -> apichain.resource.v1.ResourceRef
-	17, // 4: apichain.resource.v1.ListRequest.encoding:type_name -> apichain.resource.v1.Encoding
-	19, // 5: apichain.resource.v1.ListRequest.options:type_name -> apichain.resource.v1.ListOptions
-	18, // 6: apichain.resource.v1.ListResponse.body:type_name -> apichain.resource.v1.Body
-	16, // 7: apichain.resource.v1.WatchRequest.ref:type_name -> apichain.resource.v1.ResourceRef
-	17, // 8: apichain.resource.v1.WatchRequest.encoding:type_name -> apichain.resource.v1.Encoding
-	19, // 9: apichain.resource.v1.WatchRequest.options:type_name -> apichain.resource.v1.ListOptions
-	18, // 10: apichain.resource.v1.WatchResponse.object:type_name -> apichain.resource.v1.Body
-	16, // 11: apichain.resource.v1.CreateRequest.ref:type_name -> apichain.resource.v1.ResourceRef
-	17, // 12: apichain.resource.v1.CreateRequest.encoding:type_name -> apichain.resource.v1.Encoding
-	18, // 13: apichain.resource.v1.CreateRequest.body:type_name -> apichain.resource.v1.Body
-	20, // 14: apichain.resource.v1.CreateRequest.options:type_name -> apichain.resource.v1.WriteOptions
-	18, // 15: apichain.resource.v1.CreateResponse.body:type_name -> apichain.resource.v1.Body
-	16, // 16: apichain.resource.v1.UpdateRequest.ref:type_name -> apichain.resource.v1.ResourceRef
-	17, // 17: apichain.resource.v1.UpdateRequest.encoding:type_name -> apichain.resource.v1.Encoding
-	18, // 18: apichain.resource.v1.UpdateRequest.body:type_name -> apichain.resource.v1.Body
-	20, // 19: apichain.resource.v1.UpdateRequest.options:type_name -> apichain.resource.v1.WriteOptions
-	18, // 20: apichain.resource.v1.UpdateResponse.body:type_name -> apichain.resource.v1.Body
-	16, // 21: apichain.resource.v1.PatchRequest.ref:type_name -> apichain.resource.v1.ResourceRef
-	17, // 22: apichain.resource.v1.PatchRequest.encoding:type_name -> apichain.resource.v1.Encoding
-	18, // 23: apichain.resource.v1.PatchRequest.body:type_name -> apichain.resource.v1.Body
-	20, // 24: apichain.resource.v1.PatchRequest.options:type_name -> apichain.resource.v1.WriteOptions
-	18, // 25: apichain.resource.v1.PatchResponse.body:type_name -> apichain.resource.v1.Body
-	16, // 26: apichain.resource.v1.DeleteRequest.ref:type_name -> apichain.resource.v1.ResourceRef
-	17, // 27: apichain.resource.v1.DeleteRequest.encoding:type_name -> apichain.resource.v1.Encoding
-	18, // 28: apichain.resource.v1.DeleteRequest.body:type_name -> apichain.resource.v1.Body
-	21, // 29: apichain.resource.v1.DeleteRequest.options:type_name -> apichain.resource.v1.DeleteOptions
-	18, // 30: apichain.resource.v1.DeleteResponse.body:type_name -> apichain.resource.v1.Body
-	16, // 31: apichain.resource.v1.DeleteCollectionRequest.ref:type_name -> apichain.resource.v1.ResourceRef
-	17, // 32: apichain.resource.v1.DeleteCollectionRequest.encoding:type_name -> apichain.resource.v1.Encoding
-	18, // 33: apichain.resource.v1.DeleteCollectionRequest.body:type_name -> apichain.resource.v1.Body
-	21, // 34: apichain.resource.v1.DeleteCollectionRequest.options:type_name -> apichain.resource.v1.DeleteOptions
-	19, // 35: apichain.resource.v1.DeleteCollectionRequest.list_options:type_name -> apichain.resource.v1.ListOptions
-	18, // 36: apichain.resource.v1.DeleteCollectionResponse.body:type_name -> apichain.resource.v1.Body
-	0,  // 37: apichain.resource.v1.ResourceService.Get:input_type -> apichain.resource.v1.GetRequest
-	2,  // 38: apichain.resource.v1.ResourceService.List:input_type -> apichain.resource.v1.ListRequest
-	4,  // 39: apichain.resource.v1.ResourceService.Watch:input_type -> apichain.resource.v1.WatchRequest
-	6,  // 40: apichain.resource.v1.ResourceService.Create:input_type -> apichain.resource.v1.CreateRequest
-	8,  // 41: apichain.resource.v1.ResourceService.Update:input_type -> apichain.resource.v1.UpdateRequest
-	10, // 42: apichain.resource.v1.ResourceService.Patch:input_type -> apichain.resource.v1.PatchRequest
-	12, // 43: apichain.resource.v1.ResourceService.Delete:input_type -> apichain.resource.v1.DeleteRequest
-	14, // 44: apichain.resource.v1.ResourceService.DeleteCollection:input_type -> apichain.resource.v1.DeleteCollectionRequest
-	1,  // 45: apichain.resource.v1.ResourceService.Get:output_type -> apichain.resource.v1.GetResponse
-	3,  // 46: apichain.resource.v1.ResourceService.List:output_type -> apichain.resource.v1.ListResponse
-	5,  // 47: apichain.resource.v1.ResourceService.Watch:output_type -> apichain.resource.v1.WatchResponse
-	7,  // 48: apichain.resource.v1.ResourceService.Create:output_type -> apichain.resource.v1.CreateResponse
-	9,  // 49: apichain.resource.v1.ResourceService.Update:output_type -> apichain.resource.v1.UpdateResponse
-	11, // 50: apichain.resource.v1.ResourceService.Patch:output_type -> apichain.resource.v1.PatchResponse
-	13, // 51: apichain.resource.v1.ResourceService.Delete:output_type -> apichain.resource.v1.DeleteResponse
-	15, // 52: apichain.resource.v1.ResourceService.DeleteCollection:output_type -> apichain.resource.v1.DeleteCollectionResponse
-	45, // [45:53] is the sub-list for method output_type
-	37, // [37:45] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	18, // 0: apichain.resource.v1.GetRequest.ref:type_name -> apichain.resource.v1.ResourceRef
+	19, // 1: apichain.resource.v1.GetRequest.encoding:type_name -> apichain.resource.v1.Encoding
+	20, // 2: apichain.resource.v1.GetResponse.body:type_name -> apichain.resource.v1.Body
+	18, // 3: apichain.resource.v1.ListRequest.ref:type_name -> apichain.resource.v1.ResourceRef
+	19, // 4: apichain.resource.v1.ListRequest.encoding:type_name -> apichain.resource.v1.Encoding
+	21, // 5: apichain.resource.v1.ListRequest.options:type_name -> apichain.resource.v1.ListOptions
+	20, // 6: apichain.resource.v1.ListResponse.body:type_name -> apichain.resource.v1.Body
+	2,  // 7: apichain.resource.v1.StreamListRequest.list:type_name -> apichain.resource.v1.ListRequest
+	20, // 8: apichain.resource.v1.StreamListResponse.body:type_name -> apichain.resource.v1.Body
+	18, // 9: apichain.resource.v1.WatchRequest.ref:type_name -> apichain.resource.v1.ResourceRef
+	19, // 10: apichain.resource.v1.WatchRequest.encoding:type_name -> apichain.resource.v1.Encoding
+	21, // 11: apichain.resource.v1.WatchRequest.options:type_name -> apichain.resource.v1.ListOptions
+	20, // 12: apichain.resource.v1.WatchResponse.object:type_name -> apichain.resource.v1.Body
+	18, // 13: apichain.resource.v1.CreateRequest.ref:type_name -> apichain.resource.v1.ResourceRef
+	19, // 14: apichain.resource.v1.CreateRequest.encoding:type_name -> apichain.resource.v1.Encoding
+	20, // 15: apichain.resource.v1.CreateRequest.body:type_name -> apichain.resource.v1.Body
+	22, // 16: apichain.resource.v1.CreateRequest.options:type_name -> apichain.resource.v1.WriteOptions
+	20, // 17: apichain.resource.v1.CreateResponse.body:type_name -> apichain.resource.v1.Body
+	18, // 18: apichain.resource.v1.UpdateRequest.ref:type_name -> apichain.resource.v1.ResourceRef
+	19, // 19: apichain.resource.v1.UpdateRequest.encoding:type_name -> apichain.resource.v1.Encoding
+	20, // 20: apichain.resource.v1.UpdateRequest.body:type_name -> apichain.resource.v1.Body
+	22, // 21: apichain.resource.v1.UpdateRequest.options:type_name -> apichain.resource.v1.WriteOptions
+	20, // 22: apichain.resource.v1.UpdateResponse.body:type_name -> apichain.resource.v1.Body
+	18, // 23: apichain.resource.v1.PatchRequest.ref:type_name -> apichain.resource.v1.ResourceRef
+	19, // 24: apichain.resource.v1.PatchRequest.encoding:type_name -> apichain.resource.v1.Encoding
+	20, // 25: apichain.resource.v1.PatchRequest.body:type_name -> apichain.resource.v1.Body
+	22, // 26: apichain.resource.v1.PatchRequest.options:type_name -> apichain.resource.v1.WriteOptions
+	20, // 27: apichain.resource.v1.PatchResponse.body:type_name -> apichain.resource.v1.Body
+	18, // 28: apichain.resource.v1.DeleteRequest.ref:type_name -> apichain.resource.v1.ResourceRef
+	19, // 29: apichain.resource.v1.DeleteRequest.encoding:type_name -> apichain.resource.v1.Encoding
+	20, // 30: apichain.resource.v1.DeleteRequest.body:type_name -> apichain.resource.v1.Body
+	23, // 31: apichain.resource.v1.DeleteRequest.options:type_name -> apichain.resource.v1.DeleteOptions
+	20, // 32: apichain.resource.v1.DeleteResponse.body:type_name -> apichain.resource.v1.Body
+	18, // 33: apichain.resource.v1.DeleteCollectionRequest.ref:type_name -> apichain.resource.v1.ResourceRef
+	19, // 34: apichain.resource.v1.DeleteCollectionRequest.encoding:type_name -> apichain.resource.v1.Encoding
+	20, // 35: apichain.resource.v1.DeleteCollectionRequest.body:type_name -> apichain.resource.v1.Body
+	23, // 36: apichain.resource.v1.DeleteCollectionRequest.options:type_name -> apichain.resource.v1.DeleteOptions
+	21, // 37: apichain.resource.v1.DeleteCollectionRequest.list_options:type_name -> apichain.resource.v1.ListOptions
+	20, // 38: apichain.resource.v1.DeleteCollectionResponse.body:type_name -> apichain.resource.v1.Body
+	0,  // 39: apichain.resource.v1.ResourceService.Get:input_type -> apichain.resource.v1.GetRequest
+	2,  // 40: apichain.resource.v1.ResourceService.List:input_type -> apichain.resource.v1.ListRequest
+	4,  // 41: apichain.resource.v1.ResourceService.StreamList:input_type -> apichain.resource.v1.StreamListRequest
+	6,  // 42: apichain.resource.v1.ResourceService.Watch:input_type -> apichain.resource.v1.WatchRequest
+	8,  // 43: apichain.resource.v1.ResourceService.Create:input_type -> apichain.resource.v1.CreateRequest
+	10, // 44: apichain.resource.v1.ResourceService.Update:input_type -> apichain.resource.v1.UpdateRequest
+	12, // 45: apichain.resource.v1.ResourceService.Patch:input_type -> apichain.resource.v1.PatchRequest
+	14, // 46: apichain.resource.v1.ResourceService.Delete:input_type -> apichain.resource.v1.DeleteRequest
+	16, // 47: apichain.resource.v1.ResourceService.DeleteCollection:input_type -> apichain.resource.v1.DeleteCollectionRequest
+	1,  // 48: apichain.resource.v1.ResourceService.Get:output_type -> apichain.resource.v1.GetResponse
+	3,  // 49: apichain.resource.v1.ResourceService.List:output_type -> apichain.resource.v1.ListResponse
+	5,  // 50: apichain.resource.v1.ResourceService.StreamList:output_type -> apichain.resource.v1.StreamListResponse
+	7,  // 51: apichain.resource.v1.ResourceService.Watch:output_type -> apichain.resource.v1.WatchResponse
+	9,  // 52: apichain.resource.v1.ResourceService.Create:output_type -> apichain.resource.v1.CreateResponse
+	11, // 53: apichain.resource.v1.ResourceService.Update:output_type -> apichain.resource.v1.UpdateResponse
+	13, // 54: apichain.resource.v1.ResourceService.Patch:output_type -> apichain.resource.v1.PatchResponse
+	15, // 55: apichain.resource.v1.ResourceService.Delete:output_type -> apichain.resource.v1.DeleteResponse
+	17, // 56: apichain.resource.v1.ResourceService.DeleteCollection:output_type -> apichain.resource.v1.DeleteCollectionResponse
+	48, // [48:57] is the sub-list for method output_type
+	39, // [39:48] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_apichain_resource_v1_resource_proto_init() }
@@ -1223,7 +1335,7 @@ func file_apichain_resource_v1_resource_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_apichain_resource_v1_resource_proto_rawDesc), len(file_apichain_resource_v1_resource_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,6 +21,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	ResourceService_Get_FullMethodName              = "/apichain.resource.v1.ResourceService/Get"
 	ResourceService_List_FullMethodName             = "/apichain.resource.v1.ResourceService/List"
+	ResourceService_StreamList_FullMethodName       = "/apichain.resource.v1.ResourceService/StreamList"
 	ResourceService_Watch_FullMethodName            = "/apichain.resource.v1.ResourceService/Watch"
 	ResourceService_Create_FullMethodName           = "/apichain.resource.v1.ResourceService/Create"
 	ResourceService_Update_FullMethodName           = "/apichain.resource.v1.ResourceService/Update"
@@ -47,6 +48,13 @@ type ResourceServiceClient interface {
 	Get(ctx context.Context, in *GetRequest, opts ...grpc.CallOption) (*GetResponse, error)
 	// List reads a collection (AIP-132); page_size/page_token are kube's limit/continue.
 	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
+	// StreamList reads a collection as List does, its body sent in pieces as it is encoded
+	// (kube streams a large list's items out as well): the first message carries the body's
+	// content type, the next page token and the first bytes; the others, the next bytes.
+	// Concatenated, their data are List's body. Errors before the first message are the call's
+	// status, as List's; a failure after it ends the stream with an error. A backend that
+	// does not implement it (UNIMPLEMENTED without NOT_SERVED) is asked List instead.
+	StreamList(ctx context.Context, in *StreamListRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StreamListResponse], error)
 	// Watch streams changes of a collection or object from a resource version. The first
 	// message has an empty type: the watch is established (so the gateway can answer at once);
 	// errors before that are the call's status.
@@ -91,9 +99,28 @@ func (c *resourceServiceClient) List(ctx context.Context, in *ListRequest, opts 
 	return out, nil
 }
 
+func (c *resourceServiceClient) StreamList(ctx context.Context, in *StreamListRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StreamListResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ResourceService_ServiceDesc.Streams[0], ResourceService_StreamList_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[StreamListRequest, StreamListResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ResourceService_StreamListClient = grpc.ServerStreamingClient[StreamListResponse]
+
 func (c *resourceServiceClient) Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &ResourceService_ServiceDesc.Streams[0], ResourceService_Watch_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &ResourceService_ServiceDesc.Streams[1], ResourceService_Watch_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -178,6 +205,13 @@ type ResourceServiceServer interface {
 	Get(context.Context, *GetRequest) (*GetResponse, error)
 	// List reads a collection (AIP-132); page_size/page_token are kube's limit/continue.
 	List(context.Context, *ListRequest) (*ListResponse, error)
+	// StreamList reads a collection as List does, its body sent in pieces as it is encoded
+	// (kube streams a large list's items out as well): the first message carries the body's
+	// content type, the next page token and the first bytes; the others, the next bytes.
+	// Concatenated, their data are List's body. Errors before the first message are the call's
+	// status, as List's; a failure after it ends the stream with an error. A backend that
+	// does not implement it (UNIMPLEMENTED without NOT_SERVED) is asked List instead.
+	StreamList(*StreamListRequest, grpc.ServerStreamingServer[StreamListResponse]) error
 	// Watch streams changes of a collection or object from a resource version. The first
 	// message has an empty type: the watch is established (so the gateway can answer at once);
 	// errors before that are the call's status.
@@ -207,6 +241,9 @@ func (UnimplementedResourceServiceServer) Get(context.Context, *GetRequest) (*Ge
 }
 func (UnimplementedResourceServiceServer) List(context.Context, *ListRequest) (*ListResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedResourceServiceServer) StreamList(*StreamListRequest, grpc.ServerStreamingServer[StreamListResponse]) error {
+	return status.Error(codes.Unimplemented, "method StreamList not implemented")
 }
 func (UnimplementedResourceServiceServer) Watch(*WatchRequest, grpc.ServerStreamingServer[WatchResponse]) error {
 	return status.Error(codes.Unimplemented, "method Watch not implemented")
@@ -282,6 +319,17 @@ func _ResourceService_List_Handler(srv interface{}, ctx context.Context, dec fun
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _ResourceService_StreamList_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(StreamListRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ResourceServiceServer).StreamList(m, &grpc.GenericServerStream[StreamListRequest, StreamListResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ResourceService_StreamListServer = grpc.ServerStreamingServer[StreamListResponse]
 
 func _ResourceService_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchRequest)
@@ -421,6 +469,11 @@ var ResourceService_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "StreamList",
+			Handler:       _ResourceService_StreamList_Handler,
+			ServerStreams: true,
+		},
 		{
 			StreamName:    "Watch",
 			Handler:       _ResourceService_Watch_Handler,

@@ -1,0 +1,112 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/rpcstatus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// oldBackend serves List only, as a backend from before StreamList.
+type oldBackend struct {
+	resourcev1.UnimplementedResourceServiceServer
+}
+
+func (oldBackend) List(context.Context, *resourcev1.ListRequest) (*resourcev1.ListResponse, error) {
+	return &resourcev1.ListResponse{Body: &resourcev1.Body{ContentType: "application/json", Data: []byte(`{"items":[]}`)}, NextPageToken: "next"}, nil
+}
+
+// piecesBackend sends its pieces, then fails with err (if any); notServed refuses the list.
+type piecesBackend struct {
+	resourcev1.UnimplementedResourceServiceServer
+	pieces    []string
+	err       error
+	notServed bool
+}
+
+func (b *piecesBackend) StreamList(req *resourcev1.StreamListRequest, s grpc.ServerStreamingServer[resourcev1.StreamListResponse]) error {
+	if b.notServed {
+		return rpcstatus.NotServed("v1/configmaps")
+	}
+	for i, p := range b.pieces {
+		msg := &resourcev1.StreamListResponse{Body: &resourcev1.Body{Data: []byte(p)}}
+		if i == 0 {
+			msg.Body.ContentType = "application/json"
+		}
+		if err := s.Send(msg); err != nil {
+			return err
+		}
+	}
+	return b.err
+}
+
+func serve(t *testing.T, rs resourcev1.ResourceServiceServer) grpc.ClientConnInterface {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	resourcev1.RegisterResourceServiceServer(srv, rs)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// written is what writeList answers, and whether it aborted the response.
+func written(t *testing.T, l *listStream) (rec *httptest.ResponseRecorder, aborted bool) {
+	rec = httptest.NewRecorder()
+	defer func() {
+		if p := recover(); p != nil {
+			err, ok := p.(error)
+			require.True(t, ok && errors.Is(err, http.ErrAbortHandler), "panicked with %v", p)
+			aborted = true
+		}
+	}()
+	writeList(rec, l)
+	return rec, false
+}
+
+func TestListInPieces(t *testing.T) {
+	ctx := context.Background()
+	req := &resourcev1.ListRequest{Ref: &resourcev1.ResourceRef{Version: "v1", Resource: "configmaps"}}
+
+	l, err := openList(ctx, serve(t, &piecesBackend{pieces: []string{`{"items":[`, `1,`, `2]}`}}), req)
+	require.NoError(t, err)
+	rec, aborted := written(t, l)
+	assert.False(t, aborted)
+	assert.Equal(t, `{"items":[1,2]}`, rec.Body.String())
+	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+
+	// A backend from before StreamList is asked List.
+	l, err = openList(ctx, serve(t, oldBackend{}), req)
+	require.NoError(t, err)
+	assert.Equal(t, "next", l.first.GetNextPageToken())
+	rec, aborted = written(t, l)
+	assert.False(t, aborted)
+	assert.Equal(t, `{"items":[]}`, rec.Body.String())
+
+	// Not served: the chain moves on, nothing is asked twice.
+	_, err = openList(ctx, serve(t, &piecesBackend{notServed: true}), req)
+	assert.True(t, rpcstatus.IsNotServed(err), "%v", err)
+
+	// A failure before the first piece is the request's error; after it, the answer is cut off.
+	_, err = openList(ctx, serve(t, &piecesBackend{err: status.Error(codes.Unavailable, "gone")}), req)
+	assert.Equal(t, codes.Unavailable, status.Code(err))
+	l, err = openList(ctx, serve(t, &piecesBackend{pieces: []string{`{"items":[`, `1,`}, err: status.Error(codes.Internal, "died")}), req)
+	require.NoError(t, err)
+	rec, aborted = written(t, l)
+	assert.True(t, aborted, "a list cut short is not a shorter list")
+	assert.Equal(t, `{"items":[1,`, rec.Body.String())
+}
