@@ -49,7 +49,7 @@ func TestCLIComparison(t *testing.T) {
 		assert.Positive(t, f.pages.Load(), "each server got the workload")
 	}
 	assert.Contains(t, stdout, "apichain.kubeconfig compared with kube.kubeconfig (baseline)")
-	for _, op := range []string{opCreate, opGet, opList, opUpdateConflict, opWatch} {
+	for _, op := range []string{opCreate, opGet, opList, opUpdate, opUpdateConflict, opWatch, opDelete} {
 		assert.Regexp(t, `(?m)^`+op+`\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+x\s`, stdout)
 	}
 
@@ -70,7 +70,7 @@ func TestCLIComparison(t *testing.T) {
 	assert.True(t, doc.OK)
 	assert.Equal(t, "kube.kubeconfig", doc.Baseline.Server)
 	assert.Equal(t, "apichain.kubeconfig", doc.Subject.Server)
-	assert.Len(t, doc.Ratios, 5)
+	assert.Len(t, doc.Ratios, 7)
 
 	var n atomic.Int64
 	kube.PrependReactor("create", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {

@@ -40,7 +40,7 @@ func TestIntegrationWorkload(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &got))
 	assert.True(t, got.OK)
-	want := map[string]int{opCreate: 700, opGet: 700, opList: 4, opUpdateConflict: 200, opWatch: 20 * 50}
+	want := map[string]int{opCreate: 700, opGet: 700, opList: 4, opUpdate: 698, opUpdateConflict: 200, opWatch: 20 * 50, opDelete: 698}
 	require.Len(t, got.Results, len(want))
 	for _, r := range got.Results {
 		assert.Equal(t, want[r.Operation], r.Count, r.Operation)

@@ -183,7 +183,7 @@ func TestCLIWorkloadJSON(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &got), "stdout must be only the JSON document")
 	assert.True(t, got.OK)
-	assert.Len(t, got.Results, 5)
+	assert.Len(t, got.Results, 7)
 	assert.True(t, strings.HasPrefix(got.Namespace, namespacePrefix))
 	assert.Contains(t, stderr, "OPERATION")
 	assert.Regexp(t, `(?m)^OK$`, stderr)

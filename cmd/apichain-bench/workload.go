@@ -24,8 +24,10 @@ const (
 	opCreate         = "create"
 	opGet            = "get"
 	opList           = "list"
+	opUpdate         = "update"
 	opUpdateConflict = "update-conflict"
 	opWatch          = "watch"
+	opDelete         = "delete"
 )
 
 const (
@@ -115,6 +117,10 @@ type workload struct {
 	ns   string
 	// createdOK is the number of successful creates of the create phase.
 	createdOK int
+	// created says which objects the create phase made; versions are their resourceVersions
+	// as created, for the update phase.
+	created  []bool
+	versions []string
 }
 
 // runWorkload creates a fresh namespace, runs every phase in it and deletes it (unless
@@ -138,7 +144,9 @@ func runWorkload(ctx context.Context, cs kubernetes.Interface, cfg workloadConfi
 		{opGet, w.get},
 		{opList, w.list},
 		{opUpdateConflict, w.updateConflict},
+		{opUpdate, w.update},
 		{opWatch, w.watch},
+		{opDelete, w.delete},
 	}
 	for _, p := range phases {
 		if ctx.Err() != nil {
@@ -206,12 +214,16 @@ func objectName(i int) string { return fmt.Sprintf("bench-%06d", i) }
 var payload = strings.Repeat("x", 256)
 
 func (w *workload) create(ctx context.Context) Result {
+	w.created, w.versions = make([]bool, w.cfg.Objects), make([]string, w.cfg.Objects)
 	res := w.runner().run(ctx, opCreate, w.cfg.Objects, func(ctx context.Context, i int) error {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: objectName(i), Labels: map[string]string{setLabel: objectsSet}},
 			Data:       map[string]string{counterKey: "0", "payload": payload},
 		}
-		_, err := w.configMaps().Create(ctx, cm, metav1.CreateOptions{})
+		created, err := w.configMaps().Create(ctx, cm, metav1.CreateOptions{})
+		if err == nil {
+			w.created[i], w.versions[i] = true, created.ResourceVersion
+		}
 		return err
 	})
 	w.createdOK = res.Count - res.Errors
@@ -261,6 +273,40 @@ func (w *workload) list(ctx context.Context) Result {
 	})
 	res.Notes = append(res.Notes, fmt.Sprintf("page size %d", w.cfg.ListPageSize))
 	return res
+}
+
+// update replaces every object the update-conflict phase left alone once, each from its
+// version as created: one writer per object, so no conflicts (that phase has them).
+func (w *workload) update(ctx context.Context) Result {
+	rest := w.rest()
+	return w.runner().run(ctx, opUpdate, len(rest), func(ctx context.Context, i int) error {
+		i = rest[i]
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: objectName(i), Labels: map[string]string{setLabel: objectsSet}, ResourceVersion: w.versions[i]},
+			Data:       map[string]string{counterKey: "0", "payload": payload, "updated": "true"},
+		}
+		_, err := w.configMaps().Update(ctx, cm, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// delete deletes the objects of the update phase (the counters stay, for --keep).
+func (w *workload) delete(ctx context.Context) Result {
+	rest := w.rest()
+	return w.runner().run(ctx, opDelete, len(rest), func(ctx context.Context, i int) error {
+		return w.configMaps().Delete(ctx, objectName(rest[i]), metav1.DeleteOptions{})
+	})
+}
+
+// rest are the objects that were created and that the update-conflict phase leaves alone.
+func (w *workload) rest() []int {
+	var out []int
+	for i := w.cfg.ConflictObjects; i < len(w.created); i++ {
+		if w.created[i] {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // updateConflict has every worker do read-modify-write increments of the counters of

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -32,9 +33,14 @@ func TestWorkloadAllPhasesSucceed(t *testing.T) {
 	out := table(rep)
 	t.Log("\n" + out)
 
-	require.Equal(t, []string{opCreate, opGet, opList, opUpdateConflict, opWatch},
-		[]string{rep.Results[0].Operation, rep.Results[1].Operation, rep.Results[2].Operation, rep.Results[3].Operation, rep.Results[4].Operation})
-	want := map[string]int{opCreate: cfg.Objects, opGet: cfg.Objects, opList: cfg.Lists, opUpdateConflict: cfg.Updates, opWatch: cfg.Watchers * cfg.WatchEvents}
+	var ops []string
+	for _, r := range rep.Results {
+		ops = append(ops, r.Operation)
+	}
+	require.Equal(t, []string{opCreate, opGet, opList, opUpdateConflict, opUpdate, opWatch, opDelete}, ops)
+	rest := cfg.Objects - cfg.ConflictObjects // the objects of the update and delete phases
+	want := map[string]int{opCreate: cfg.Objects, opGet: cfg.Objects, opList: cfg.Lists, opUpdate: rest, opUpdateConflict: cfg.Updates,
+		opWatch: cfg.Watchers * cfg.WatchEvents, opDelete: rest}
 	for _, r := range rep.Results {
 		assert.Equal(t, want[r.Operation], r.Count, r.Operation)
 		assert.Zero(t, r.Errors, "%s: %v", r.Operation, r.ErrorSamples)
@@ -98,7 +104,8 @@ func TestUpdateConflictGivingUpFails(t *testing.T) {
 	require.NotEmpty(t, res.ErrorSamples)
 	assert.Contains(t, res.ErrorSamples[0].Message, "gave up after 3 conflicting attempts")
 	assert.Equal(t, exitFailed, rep.ExitCode())
-	assert.True(t, strings.HasSuffix(table(rep), "FAILED: 10 operations failed\n"))
+	assert.Equal(t, cfg.Objects-cfg.ConflictObjects, resultByOp(t, rep, opUpdate).Errors, "the update phase's conflicts too")
+	assert.True(t, strings.HasSuffix(table(rep), fmt.Sprintf("FAILED: %d operations failed\n", 10+cfg.Objects-cfg.ConflictObjects)))
 }
 
 // A non-conflict error is a failure at once, not retried.

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
+	"sync"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/rpcstatus"
+	"github.com/klauspost/compress/gzip"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -54,15 +57,31 @@ func (l *listStream) next() (*resourcev1.StreamListResponse, error) {
 	return l.rest.Recv()
 }
 
-// writeList writes the list's body as it comes. A backend failing after the answer began
-// cannot turn it into a Status any more: the response is cut off (the connection closed, or
-// the HTTP/2 stream reset), so the client sees a failed request, not a shorter list.
-func writeList(w http.ResponseWriter, l *listStream) {
+// writeList writes the list's body as it comes, compressed as kube compresses a large answer
+// for a client that accepts gzip (client-go's transport asks for it). A backend failing after
+// the answer began cannot turn it into a Status any more: the response is cut off (the
+// connection closed, or the HTTP/2 stream reset), so the client sees a failed request, not a
+// shorter list.
+func writeList(w http.ResponseWriter, r *http.Request, l *listStream) {
 	piece, _ := l.next()
-	w.Header().Set("Content-Type", piece.GetBody().GetContentType())
+	h := w.Header()
+	h.Set("Content-Type", piece.GetBody().GetContentType())
+	var out io.Writer = w
+	if len(piece.GetBody().GetData()) > gzipThreshold && acceptsGzip(r) {
+		h.Set("Content-Encoding", "gzip")
+		h.Add("Vary", "Accept-Encoding")
+		gz := gzipWriters.Get().(*gzip.Writer)
+		gz.Reset(w)
+		defer func() {
+			if gz.Close() == nil {
+				gzipWriters.Put(gz)
+			}
+		}()
+		out = gz
+	}
 	w.WriteHeader(http.StatusOK)
 	for {
-		if _, err := w.Write(piece.GetBody().GetData()); err != nil {
+		if _, err := out.Write(piece.GetBody().GetData()); err != nil {
 			return // the client went away
 		}
 		var err error
@@ -72,4 +91,24 @@ func writeList(w http.ResponseWriter, l *listStream) {
 			panic(http.ErrAbortHandler)
 		}
 	}
+}
+
+// gzipThreshold is kube's: an answer whose first write is larger is compressed, at kube's
+// level 1 (its APIResponseCompression, on by default).
+const gzipThreshold = 128 << 10
+
+var gzipWriters = sync.Pool{New: func() any {
+	gz, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return gz
+}}
+
+// acceptsGzip reports whether the request's Accept-Encoding has the token gzip, as kube reads
+// it (a token with parameters, gzip;q=1, is not it).
+func acceptsGzip(r *http.Request) bool {
+	for token := range strings.SplitSeq(r.Header.Get("Accept-Encoding"), ",") {
+		if strings.TrimSpace(token) == "gzip" {
+			return true
+		}
+	}
+	return false
 }

@@ -1,11 +1,15 @@
 package proxy
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
@@ -66,6 +70,11 @@ func serve(t *testing.T, rs resourcev1.ResourceServiceServer) grpc.ClientConnInt
 
 // written is what writeList answers, and whether it aborted the response.
 func written(t *testing.T, l *listStream) (rec *httptest.ResponseRecorder, aborted bool) {
+	return writtenFor(t, l, "")
+}
+
+// writtenFor is written for a client whose Accept-Encoding is acceptEncoding.
+func writtenFor(t *testing.T, l *listStream, acceptEncoding string) (rec *httptest.ResponseRecorder, aborted bool) {
 	rec = httptest.NewRecorder()
 	defer func() {
 		if p := recover(); p != nil {
@@ -74,7 +83,11 @@ func written(t *testing.T, l *listStream) (rec *httptest.ResponseRecorder, abort
 			aborted = true
 		}
 	}()
-	writeList(rec, l)
+	r := httptest.NewRequest(http.MethodGet, "/api/v1/configmaps", nil)
+	if acceptEncoding != "" {
+		r.Header.Set("Accept-Encoding", acceptEncoding)
+	}
+	writeList(rec, r, l)
 	return rec, false
 }
 
@@ -109,4 +122,41 @@ func TestListInPieces(t *testing.T) {
 	rec, aborted = written(t, l)
 	assert.True(t, aborted, "a list cut short is not a shorter list")
 	assert.Equal(t, `{"items":[1,`, rec.Body.String())
+}
+
+// A list larger than kube's threshold is compressed for a client that accepts gzip, as kube
+// compresses it; a smaller one, or for a client that does not, is not.
+func TestListCompressed(t *testing.T) {
+	ctx := context.Background()
+	req := &resourcev1.ListRequest{Ref: &resourcev1.ResourceRef{Version: "v1", Resource: "configmaps"}}
+	big := `{"items":[` + strings.Repeat(`"x",`, gzipThreshold/4) + `"y"]}`
+	for _, c := range []struct {
+		body, acceptEncoding string
+		compressed           bool
+	}{
+		{big, "gzip", true},
+		{big, "deflate, gzip", true},
+		{big, "gzip;q=1", false}, // kube reads tokens only
+		{big, "", false},
+		{`{"items":[]}`, "gzip", false},
+	} {
+		backend := &piecesBackend{pieces: []string{c.body[:len(c.body)-10], c.body[len(c.body)-10:]}}
+		l, err := openList(ctx, serve(t, backend), req)
+		require.NoError(t, err)
+		rec, aborted := writtenFor(t, l, c.acceptEncoding)
+		require.False(t, aborted)
+		got := rec.Body.Bytes()
+		if c.compressed {
+			assert.Equal(t, "gzip", rec.Header().Get("Content-Encoding"))
+			assert.Equal(t, "Accept-Encoding", rec.Header().Get("Vary"))
+			assert.Less(t, len(got), len(c.body)/10)
+			zr, err := gzip.NewReader(bytes.NewReader(got))
+			require.NoError(t, err)
+			got, err = io.ReadAll(zr)
+			require.NoError(t, err)
+		} else {
+			assert.Empty(t, rec.Header().Get("Content-Encoding"), c.acceptEncoding)
+		}
+		assert.Equal(t, c.body, string(got), "Accept-Encoding %q", c.acceptEncoding)
+	}
 }

@@ -174,7 +174,7 @@ func (p *REST) ServeResource(w http.ResponseWriter, r *http.Request, info *reque
 		})
 		if err == nil {
 			warns.writeHTTP(w.Header())
-			writeList(w, list)
+			writeList(w, r, list)
 			return
 		}
 	case "watch":
