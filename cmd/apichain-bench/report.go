@@ -82,6 +82,11 @@ func (r *Report) ExitCode() int {
 func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "server: %s  namespace: %s\n", r.Server, r.Namespace)
 	r.writeResults(w)
+	r.writeVerdict(w)
+}
+
+// writeVerdict prints OK, or how many operations failed.
+func (r *Report) writeVerdict(w io.Writer) {
 	switch {
 	case r.OK():
 		fmt.Fprintln(w, "OK")

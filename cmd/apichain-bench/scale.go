@@ -252,22 +252,10 @@ type Reading struct {
 
 // ScaleReport is the outcome of a scale run.
 type ScaleReport struct {
-	Server, Namespace string
-	Objects, Size     int
-	Interrupted       bool
-	Results           []Result
-	Memory            []Reading
+	Report
+	Objects, Size int
+	Memory        []Reading
 }
-
-func (r *ScaleReport) Failed() int {
-	n := 0
-	for _, res := range r.Results {
-		n += res.Errors
-	}
-	return n
-}
-
-func (r *ScaleReport) OK() bool { return r.Failed() == 0 && !r.Interrupted }
 
 // BytesPerObject is the growth of resident memory from before the creates to after them,
 // per object (0 without both readings).
@@ -301,7 +289,7 @@ func runScale(ctx context.Context, t *scaleTarget, cfg scaleConfig, logf func(st
 		return nil, err
 	}
 	defer w.cleanup()
-	rep := &ScaleReport{Server: t.host, Namespace: w.ns, Objects: cfg.Objects, Size: cfg.ObjectSize}
+	rep := &ScaleReport{Report: Report{Server: t.host, Namespace: w.ns}, Objects: cfg.Objects, Size: cfg.ObjectSize}
 	read := func(name string) {
 		if len(cfg.PIDFiles) == 0 {
 			return
@@ -490,7 +478,7 @@ func processRSS(pid string) (int64, error) {
 // WriteTable prints the phases and the memory readings.
 func (r *ScaleReport) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "server: %s  namespace: %s  objects: %d of %d bytes\n", r.Server, r.Namespace, r.Objects, r.Size)
-	(&Report{Results: r.Results}).writeResults(w)
+	r.writeResults(w)
 	if len(r.Memory) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "MEMORY\tRSS(MiB)")
@@ -502,18 +490,7 @@ func (r *ScaleReport) WriteTable(w io.Writer) {
 			fmt.Fprintf(w, "resident bytes per object (after the creates): %d\n", b)
 		}
 	}
-	r.verdict(w)
-}
-
-func (r *ScaleReport) verdict(w io.Writer) {
-	switch {
-	case r.OK():
-		fmt.Fprintln(w, "OK")
-	case r.Interrupted:
-		fmt.Fprintf(w, "FAILED: %d operations failed (run interrupted)\n", r.Failed())
-	default:
-		fmt.Fprintf(w, "FAILED: %d operations failed\n", r.Failed())
-	}
+	r.writeVerdict(w)
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
@@ -534,7 +511,7 @@ func (r *ScaleReport) jsonDoc() any {
 		Memory         []jsonReading `json:"memory,omitempty"`
 		BytesPerObject int64         `json:"bytes_per_object,omitempty"`
 	}{Mode: "scale", Server: r.Server, Namespace: r.Namespace, Objects: r.Objects, ObjectSize: r.Size, OK: r.OK(),
-		Results: (&Report{Results: r.Results}).jsonResults(), BytesPerObject: r.BytesPerObject()}
+		Results: r.jsonResults(), BytesPerObject: r.BytesPerObject()}
 	for _, m := range r.Memory {
 		out.Memory = append(out.Memory, jsonReading(m))
 	}
@@ -549,8 +526,7 @@ func (c ScaleComparison) OK() bool { return c.Baseline.OK() && c.Subject.OK() }
 // WriteTable prints the latency ratios and the memory ratios (above 1: the subject did
 // better, as in Comparison).
 func (c ScaleComparison) WriteTable(w io.Writer) {
-	Comparison{Baseline: &Report{Server: c.Baseline.Server, Results: c.Baseline.Results},
-		Subject: &Report{Server: c.Subject.Server, Results: c.Subject.Results}}.WriteTable(w)
+	Comparison{Baseline: &c.Baseline.Report, Subject: &c.Subject.Report}.WriteTable(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "MEMORY\tBASELINE RSS(MiB)\tRSS(MiB)\tSUBJECT/BASELINE")
 	for _, m := range c.Subject.Memory {
