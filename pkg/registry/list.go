@@ -352,13 +352,14 @@ func (b *listBody) bytes() []byte {
 // write hands the body to send in pieces of about chunk bytes (at least one piece). A piece
 // is not changed after send returns, so send may keep it.
 func (b *listBody) write(chunk int, send func([]byte) error) error {
-	for len(b.head) > chunk { // a list encoded whole
-		if err := send(b.head[:chunk]); err != nil {
+	head := b.head
+	for len(head) > chunk { // a list encoded whole
+		if err := send(head[:chunk]); err != nil {
 			return err
 		}
-		b.head = b.head[chunk:]
+		head = head[chunk:]
 	}
-	buf := append(make([]byte, 0, chunk+chunk/4), b.head...)
+	buf := append(make([]byte, 0, chunk+chunk/4), head...)
 	for i := range b.items {
 		if len(buf) >= chunk {
 			if err := send(buf); err != nil {
