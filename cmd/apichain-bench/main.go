@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -38,13 +39,22 @@ func main() {
 	os.Exit(execute(ctx, os.Args[1:], os.Stdout, os.Stderr, newClientset))
 }
 
-func newClientset(kubeconfig string) (kubernetes.Interface, string, error) {
+// restConfig is the client configuration of a kubeconfig, without client-side rate limits.
+func restConfig(kubeconfig string) (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	cfg.QPS = -1 // no client-side rate limit
 	cfg.UserAgent = "apichain-bench"
+	return cfg, nil
+}
+
+func newClientset(kubeconfig string) (kubernetes.Interface, string, error) {
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, "", err
+	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, "", err

@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Scale phases (operations) and memory readings, as reported.
@@ -95,16 +94,14 @@ type scaleTarget struct {
 
 // newScaleTarget connects to the server of a kubeconfig.
 func newScaleTarget(kubeconfig string) (*scaleTarget, error) {
-	cs, host, err := newClientset(kubeconfig)
+	cfg, err := restConfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	cfg.QPS = -1
-	cfg.UserAgent = "apichain-bench"
 	clients := map[bool]rest.Interface{}
 	for _, protobuf := range []bool{false, true} {
 		c := rest.CopyConfig(cfg)
@@ -120,7 +117,7 @@ func newScaleTarget(kubeconfig string) (*scaleTarget, error) {
 		}
 		clients[protobuf] = rc
 	}
-	return &scaleTarget{cs: cs, host: host, kubeconfig: kubeconfig,
+	return &scaleTarget{cs: cs, host: cfg.Host, kubeconfig: kubeconfig,
 		listRaw: func(ctx context.Context, namespace string, opts metav1.ListOptions, protobuf bool) ([]byte, error) {
 			return clients[protobuf].Get().Namespace(namespace).Resource("configmaps").
 				VersionedParams(&opts, scheme.ParameterCodec).DoRaw(ctx)
@@ -131,7 +128,7 @@ func newScaleTarget(kubeconfig string) (*scaleTarget, error) {
 func scaleCommand(ctx context.Context, newTarget func(string) (*scaleTarget, error), logf func(string, ...any),
 	tableOut func() io.Writer, stdout io.Writer, jsonOut *bool, code *int) *cobra.Command {
 	cfg := defaultScaleConfig()
-	base := cfg
+	var base scaleConfig // only the baseline's own processes and commands; the rest is cfg's
 	var kubeconfig, baselineKubeconfig string
 	cmd := &cobra.Command{
 		Use:   "scale --kubeconfig FILE [flags]",
@@ -162,9 +159,9 @@ ratios follows. Example for an apichain all-in-one and kube-apiserver in docs/pe
 			if kubeconfig == "" {
 				return errors.New("--kubeconfig is required")
 			}
-			base.Concurrency, base.Objects, base.ObjectSize, base.Lists, base.PageSize = cfg.Concurrency, cfg.Objects, cfg.ObjectSize, cfg.Lists, cfg.PageSize
-			base.OpTimeout, base.Keep, base.Restarts, base.RestartTimeout = cfg.OpTimeout, cfg.Keep, cfg.Restarts, cfg.RestartTimeout
-			if err := errors.Join(cfg.validate(), base.validate()); err != nil {
+			baseCfg := cfg
+			baseCfg.PIDFiles, baseCfg.StopCommand, baseCfg.StartCommand = base.PIDFiles, base.StopCommand, base.StartCommand
+			if err := errors.Join(cfg.validate(), baseCfg.validate()); err != nil {
 				return err
 			}
 			run := func(kubeconfig string, cfg scaleConfig) (*ScaleReport, error) {
@@ -182,7 +179,7 @@ ratios follows. Example for an apichain all-in-one and kube-apiserver in docs/pe
 			var baseline *ScaleReport
 			if baselineKubeconfig != "" {
 				var err error
-				if baseline, err = run(baselineKubeconfig, base); err != nil {
+				if baseline, err = run(baselineKubeconfig, baseCfg); err != nil {
 					return fmt.Errorf("baseline: %w", err)
 				}
 			}
