@@ -227,6 +227,7 @@ func (b *Backend) InstallRegistry(scheme *registry.Scheme, set *registry.Set) (*
 	if err := h.SetStorageMediaType(b.opts.StorageMediaType); err != nil {
 		return nil, err
 	}
+	registry.SetItemEncodingBudget(b.opts.WatchCacheEncodingBudget.Value())
 	h.WarmUp()
 	b.SetResources(h)
 	return h, b.Server.AddPostStartHook("start-watch-cache", func(ctx context.Context) error {

@@ -24,6 +24,7 @@ import (
 	"github.com/apichain/apichain/pkg/tracing"
 	"github.com/spf13/pflag"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Options are a backend's flags.
@@ -43,6 +44,9 @@ type Options struct {
 	// EtcdPrefix and StorageMediaType are kube-apiserver's --etcd-prefix and
 	// --storage-media-type: where objects are kept in etcd and how they are encoded.
 	EtcdPrefix, StorageMediaType string
+	// WatchCacheEncodingBudget bounds the bytes of list items' encodings the process's watch
+	// caches keep (registry.SetItemEncodingBudget).
+	WatchCacheEncodingBudget resource.Quantity
 	// MigrateLayout, when set, moves an earlier apichain's layout to kube's before the store
 	// opens (the all-in-one's; a split service refuses to start on it instead).
 	MigrateLayout    func(ctx context.Context, etcd *clientv3.Client) error
@@ -62,14 +66,15 @@ type Options struct {
 // NewOptions returns defaults for service.
 func NewOptions(service string) *Options {
 	return &Options{
-		Service:          service,
-		Lifecycle:        lifecycle.NewOptions(),
-		BindAddress:      fmt.Sprintf("0.0.0.0:%d", topology.BackendPort),
-		EtcdServers:      []string{"http://127.0.0.1:2379"},
-		EtcdPrefix:       storage.DefaultPrefix,
-		StorageMediaType: registry.StorageMediaTypes[0],
-		MaxConnectionAge: 2 * time.Minute,
-		Generic:          server.DefaultOptions(),
+		Service:                  service,
+		Lifecycle:                lifecycle.NewOptions(),
+		BindAddress:              fmt.Sprintf("0.0.0.0:%d", topology.BackendPort),
+		EtcdServers:              []string{"http://127.0.0.1:2379"},
+		EtcdPrefix:               storage.DefaultPrefix,
+		StorageMediaType:         registry.StorageMediaTypes[0],
+		WatchCacheEncodingBudget: registry.DefaultItemEncodingBudget,
+		MaxConnectionAge:         2 * time.Minute,
+		Generic:                  server.DefaultOptions(),
 	}
 }
 
@@ -85,6 +90,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "The prefix to prepend to all resource paths in etcd.")
 	fs.StringVar(&o.StorageMediaType, "storage-media-type", o.StorageMediaType,
 		"The media type to use to store objects in storage. Custom resources are always stored as JSON. Supported media types: ["+strings.Join(registry.StorageMediaTypes, ", ")+"]")
+	AddEncodingBudgetFlag(fs, &o.WatchCacheEncodingBudget)
 	fs.DurationVar(&o.MaxConnectionAge, "max-connection-age", o.MaxConnectionAge, "Close gRPC connections after this age so clients re-resolve and new replicas get traffic.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
 		"Address to serve /metrics on over HTTPS with the serving certificate (empty: not served). Callers need get on /metrics, as on kube-apiserver.")
@@ -98,6 +104,29 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Generic.AddFlags(fs)
 	o.Admission.AddFlags(fs)
 	controller.AddSelectionFlag(fs, &o.Controllers)
+}
+
+// AddEncodingBudgetFlag registers --watch-cache-encoding-budget, into q.
+func AddEncodingBudgetFlag(fs *pflag.FlagSet, q *resource.Quantity) {
+	fs.Var(quantityFlag{q}, "watch-cache-encoding-budget",
+		"Memory the watch caches may keep as their objects' encodings as list items, so that lists reuse them (a quantity, such as 64Mi; 0: every list encodes its items, as kube-apiserver does).")
+}
+
+// quantityFlag is a flag holding a kube quantity ("64Mi"), never negative.
+type quantityFlag struct{ q *resource.Quantity }
+
+func (f quantityFlag) String() string { return f.q.String() }
+func (f quantityFlag) Type() string   { return "quantity" }
+func (f quantityFlag) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return err
+	}
+	if q.Sign() < 0 {
+		return fmt.Errorf("%s is negative", s)
+	}
+	*f.q = q
+	return nil
 }
 
 // Complete fills defaults that depend on the environment.

@@ -50,10 +50,16 @@ type cacheEvent struct {
 
 // encodings are an object encoded once per output and shared by the watchers it goes to, as
 // kube's watch cache shares a cachingObject's serializations: a thousand watchers cost one
-// encoding, not a thousand. A cached object's are shared by the lists it is an item of.
+// encoding, not a thousand. A cached object's are shared by the lists it is an item of, as
+// far as the process's budget allows (itemBudget).
 type encodings struct {
 	mu sync.Mutex
 	m  []encoding // a few at most: a slice, not a map, since every cached object has one
+	// budget, when not nil, is what the encodings kept count against: an encoding that does
+	// not fit is made for each use. released: the object left the cache, and its encodings
+	// count no more (a snapshot's list may still ask for them).
+	budget   *encodingBudget
+	released bool
 }
 
 type encoding struct {
@@ -61,21 +67,67 @@ type encoding struct {
 	data []byte
 }
 
+// itemEncodingsOf are the encodings of an object in the cache's tree, kept within the
+// process's budget.
+func itemEncodingsOf() *encodings { return &encodings{budget: itemBudget} }
+
 // get is the object's encoding for o, made by encode the first time.
+// Watchers asking at once wait for the one encoding.
 func (e *encodings) get(o output, encode func() ([]byte, error)) ([]byte, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, enc := range e.m {
-		if enc.o == o {
-			return enc.data, nil
-		}
+	if data, ok := e.keptLocked(o); ok {
+		return data, nil
 	}
 	data, err := encode()
 	if err != nil {
 		return nil, err
 	}
+	if e.budget != nil && (e.released || !e.budget.take(int64(cap(data)))) {
+		return data, nil
+	}
 	e.m = append(e.m, encoding{o, data})
 	return data, nil
+}
+
+// kept is the object's encoding for o, if one is kept.
+func (e *encodings) kept(o output) ([]byte, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.keptLocked(o)
+}
+
+func (e *encodings) keptLocked(o output) ([]byte, bool) {
+	for _, enc := range e.m {
+		if enc.o == o {
+			return enc.data, true
+		}
+	}
+	return nil, false
+}
+
+// release gives the budget back what the encodings hold, and keeps none from now on.
+func (e *encodings) release() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.budget == nil || e.released {
+		return
+	}
+	e.released = true
+	var n int64
+	for _, enc := range e.m {
+		n += int64(cap(enc.data))
+	}
+	e.m = nil
+	e.budget.give(n)
+}
+
+// releaseAll releases the encodings of every object in t, a tree the cache no longer keeps.
+func releaseAll(t *objectTree) {
+	t.Ascend(func(e cacheEntry) bool {
+		e.enc.release()
+		return true
+	})
 }
 
 // cacheEntry is one object in the cache's tree, by key, with its encodings: a list's items
@@ -145,6 +197,11 @@ func (c *watchCache) run(ctx context.Context) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	c.mu.Lock()
+	old := c.objects
+	c.objects = newObjectTree()
+	c.mu.Unlock()
+	releaseAll(old) // the cache is dropped: its encodings count no more
 }
 
 // stream is the cache's own etcd watch stream (storage.WatchStream): its progress requests
@@ -166,9 +223,11 @@ func (c *watchCache) sync(ctx context.Context) error {
 		return err
 	}
 	c.mu.Lock()
+	old := c.objects
 	c.objects, c.rev, c.ready, c.events = objects, page.Revision, true, nil
 	c.notifyLocked()
 	c.mu.Unlock()
+	releaseAll(old)
 	countObjects(c.r, objects.Len())
 	c.metrics.revision(page.Revision)
 	c.log.Info("Caches are synced", "resource", c.r.GroupResource().String(), "objects", objects.Len(), "resourceVersion", page.Revision)
@@ -219,7 +278,7 @@ func (c *watchCache) initialize(ctx, wctx context.Context) (int64, <-chan storag
 		if err != nil {
 			return 0, nil, nil, nil, err
 		}
-		objects.ReplaceOrInsert(cacheEntry{key: kv.Key, obj: obj, enc: &encodings{}})
+		objects.ReplaceOrInsert(cacheEntry{key: kv.Key, obj: obj, enc: itemEncodingsOf()})
 	}
 	return rev, events, page, objects, nil
 }
@@ -246,9 +305,11 @@ func (c *watchCache) apply(ev storage.Event) error {
 	if ev.Type == storage.Deleted {
 		if prev, ok := c.objects.Delete(cacheEntry{key: ev.Key}); ok {
 			ce.prev = prev.obj
+			prev.enc.release()
 		}
-	} else if prev, ok := c.objects.ReplaceOrInsert(cacheEntry{key: ev.Key, obj: obj, enc: &encodings{}}); ok {
+	} else if prev, ok := c.objects.ReplaceOrInsert(cacheEntry{key: ev.Key, obj: obj, enc: itemEncodingsOf()}); ok {
 		ce.prev = prev.obj
+		prev.enc.release()
 	}
 	if ev.Type == storage.Deleted || ce.prev == nil {
 		countObjects(c.r, c.objects.Len())

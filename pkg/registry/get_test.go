@@ -301,5 +301,5 @@ func markCached(t *testing.T, h *Handler, r *Resource, namespace, name string) {
 	acc, err := meta.Accessor(marked)
 	require.NoError(t, err)
 	acc.SetAnnotations(map[string]string{"test/served-by": "cache"})
-	c.objects.ReplaceOrInsert(cacheEntry{key: k, obj: marked})
+	c.objects.ReplaceOrInsert(cacheEntry{key: k, obj: marked, enc: itemEncodingsOf()})
 }

@@ -261,7 +261,11 @@ func (h *Handler) List(ctx context.Context, req *resourcev1.ListRequest) (*resou
 	if err != nil {
 		return nil, toGRPC(err)
 	}
-	return &resourcev1.ListResponse{Body: &resourcev1.Body{ContentType: body.contentType, Data: body.bytes()}, NextPageToken: cont}, nil
+	data, err := body.bytes()
+	if err != nil {
+		return nil, toGRPC(err)
+	}
+	return &resourcev1.ListResponse{Body: &resourcev1.Body{ContentType: body.contentType, Data: data}, NextPageToken: cont}, nil
 }
 
 // listChunk is about how many bytes of a list each StreamList message carries.
@@ -302,51 +306,54 @@ func (h *Handler) listBody(ctx context.Context, req *resourcev1.ListRequest) (*l
 	return body, res.cont, err
 }
 
-// listBody is an encoded list: head, then its items (each an encoding the watch cache keeps
-// with the object) framed as the media type frames a list's items, then tail. A list encoded
-// whole is all head.
+// listBody is an encoded list: head, then its items framed as the media type frames a list's
+// items, then tail. An item is encoded when it is written (or taken from the encodings the
+// watch cache keeps with the object), so a list's items are never all in memory at once
+// unless the cache keeps them. A list encoded whole is all head.
 type listBody struct {
 	contentType string
 	head, tail  []byte
-	items       [][]byte
-	protobuf    bool // items are protobuf fields 2 of the list's message, not JSON array elements
+	// n items; item(i) is the encoding of item i.
+	n    int
+	item func(i int) ([]byte, error)
+	// protobuf: items are protobuf fields 2 of the list's message, not JSON array elements;
+	// sizes are their encodings' sizes, which the list's envelope holds before them.
+	protobuf bool
+	sizes    []int
 }
 
 // appendItem appends item i, framed.
-func (b *listBody) appendItem(out []byte, i int) []byte {
+func (b *listBody) appendItem(out []byte, i int) ([]byte, error) {
+	data, err := b.item(i)
+	if err != nil {
+		return nil, err
+	}
 	if b.protobuf {
+		if len(data) != b.sizes[i] {
+			return nil, fmt.Errorf("item %d of a list is %d bytes, not the %d its envelope counted", i, len(data), b.sizes[i])
+		}
 		out = protowire.AppendTag(out, 2, protowire.BytesType)
-		return protowire.AppendBytes(out, b.items[i])
+		return protowire.AppendBytes(out, data), nil
 	}
 	if i > 0 {
 		out = append(out, ',')
 	}
-	return append(out, b.items[i]...)
-}
-
-func (b *listBody) itemsSize() int {
-	n := 0
-	for i, data := range b.items {
-		if b.protobuf {
-			n += protowire.SizeTag(2) + protowire.SizeBytes(len(data))
-		} else if n += len(data); i > 0 {
-			n++
-		}
-	}
-	return n
+	return append(out, data...), nil
 }
 
 // bytes is the whole body.
-func (b *listBody) bytes() []byte {
-	if len(b.items) == 0 && len(b.tail) == 0 {
-		return b.head
+func (b *listBody) bytes() ([]byte, error) {
+	if b.n == 0 && len(b.tail) == 0 {
+		return b.head, nil
 	}
-	out := make([]byte, 0, len(b.head)+b.itemsSize()+len(b.tail))
-	out = append(out, b.head...)
-	for i := range b.items {
-		out = b.appendItem(out, i)
+	out := append([]byte(nil), b.head...)
+	for i := range b.n {
+		var err error
+		if out, err = b.appendItem(out, i); err != nil {
+			return nil, err
+		}
 	}
-	return append(out, b.tail...)
+	return append(out, b.tail...), nil
 }
 
 // write hands the body to send in pieces of about chunk bytes (at least one piece). A piece
@@ -360,14 +367,17 @@ func (b *listBody) write(chunk int, send func([]byte) error) error {
 		head = head[chunk:]
 	}
 	buf := append(make([]byte, 0, chunk+chunk/4), head...)
-	for i := range b.items {
+	for i := range b.n {
 		if len(buf) >= chunk {
 			if err := send(buf); err != nil {
 				return err
 			}
 			buf = make([]byte, 0, chunk+chunk/4)
 		}
-		buf = b.appendItem(buf, i)
+		var err error
+		if buf, err = b.appendItem(buf, i); err != nil {
+			return err
+		}
 	}
 	return send(append(buf, b.tail...))
 }
@@ -425,11 +435,11 @@ var (
 	listItemProtobuf = output{mediaType: MediaProtobuf, kind: asListItem}
 )
 
-// itemEncodings are the encodings of res's items for o, each made once while the object is in
-// the watch cache.
-func itemEncodings(res *listResult, o output) ([][]byte, error) {
-	encoded := make([][]byte, len(res.items))
-	for i, obj := range res.items {
+// itemEncoder encodes res's items for o when they are written, each at most once while the
+// object is in the watch cache and the process's budget keeps it (itemBudget).
+func itemEncoder(res *listResult, o output) func(i int) ([]byte, error) {
+	return func(i int) ([]byte, error) {
+		obj := res.items[i]
 		data, err := res.encoded[i].get(o, func() ([]byte, error) {
 			if o == listItemProtobuf {
 				m, ok := obj.(interface{ Marshal() ([]byte, error) })
@@ -443,9 +453,8 @@ func itemEncodings(res *listResult, o output) ([][]byte, error) {
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		encoded[i] = data
+		return data, nil
 	}
-	return encoded, nil
 }
 
 // spliceItems puts the items of res into the JSON of their list encoded without them (ending
@@ -458,11 +467,8 @@ func spliceItems(empty *resourcev1.Body, res *listResult) (*listBody, error) {
 	if !bytes.HasSuffix(data, []byte(`"items":[`+tail)) {
 		return nil, apierrors.NewInternalError(fmt.Errorf("a list's JSON ends in %q", data[max(0, len(data)-20):]))
 	}
-	encoded, err := itemEncodings(res, listItemJSON)
-	if err != nil {
-		return nil, err
-	}
-	return &listBody{contentType: empty.GetContentType(), head: data[:len(data)-len(tail)], items: encoded, tail: []byte(tail)}, nil
+	return &listBody{contentType: empty.GetContentType(), head: data[:len(data)-len(tail)], tail: []byte(tail),
+		n: len(res.items), item: itemEncoder(res, listItemJSON)}, nil
 }
 
 // spliceItemsProtobuf puts the items of res into kube's protobuf of their list encoded
@@ -499,16 +505,26 @@ func spliceItemsProtobuf(empty *resourcev1.Body, res *listResult) (*listBody, er
 	if err != nil {
 		return nil, err
 	}
-	encoded, err := itemEncodings(res, listItemProtobuf)
-	if err != nil {
-		return nil, err
+	// The envelope counts the items' bytes before them: an item's size is its kept encoding's,
+	// or what encoding it will make (the generated Size, as Marshal sizes its buffer).
+	sizes, itemsSize := make([]int, len(res.items)), 0
+	for i, obj := range res.items {
+		if data, ok := res.encoded[i].kept(listItemProtobuf); ok {
+			sizes[i] = len(data)
+		} else if m, ok := obj.(interface{ Size() int }); ok {
+			sizes[i] = m.Size()
+		} else {
+			return nil, apierrors.NewInternalError(fmt.Errorf("%T has no protobuf form", obj))
+		}
+		itemsSize += protowire.SizeTag(2) + protowire.SizeBytes(sizes[i])
 	}
-	out := &listBody{contentType: empty.GetContentType(), items: encoded, tail: b, protobuf: true} // tail: the content encoding and type
+	out := &listBody{contentType: empty.GetContentType(), tail: b, // tail: the content encoding and type
+		n: len(res.items), item: itemEncoder(res, listItemProtobuf), protobuf: true, sizes: sizes}
 	head := make([]byte, 0, len(prefix)+len(typeMeta)+2*binary.MaxVarintLen64+len(list))
 	head = append(head, prefix...)
 	head = append(head, typeMeta...)
 	head = protowire.AppendTag(head, 2, protowire.BytesType)
-	head = protowire.AppendVarint(head, uint64(len(list)+out.itemsSize()))
+	head = protowire.AppendVarint(head, uint64(len(list)+itemsSize))
 	out.head = append(head, list...)
 	return out, nil
 }

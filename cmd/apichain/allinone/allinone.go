@@ -31,6 +31,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // The all-in-one's own modules; the others are the services' and NATS's.
@@ -50,15 +51,17 @@ type allInOne struct {
 	etcdCAFile, etcdCertFile, etcdKeyFile string
 	// layout is kube's --etcd-prefix and --storage-media-type, for every backend, and the
 	// migration of an earlier layout, one at a time.
-	layout     layout
-	migrating  sync.Mutex
-	conn       *lifecycle.NATS
-	gw         *gateway.Modules
-	mu         sync.Mutex
-	addresses  map[string][]string // each backend's gRPC address, once it started (concurrently)
-	core       *core.Options
-	aggregator *aggregator.Options
-	admission  plugins.Options // every backend's admission plugins
+	layout layout
+	// encodingBudget is every backend's --watch-cache-encoding-budget: one for the process.
+	encodingBudget resource.Quantity
+	migrating      sync.Mutex
+	conn           *lifecycle.NATS
+	gw             *gateway.Modules
+	mu             sync.Mutex
+	addresses      map[string][]string // each backend's gRPC address, once it started (concurrently)
+	core           *core.Options
+	aggregator     *aggregator.Options
+	admission      plugins.Options // every backend's admission plugins
 	// encryption at rest in every backend: the flag's file, else one generated beside the PKI
 	// once (defaultEncryption), which encrypts Secrets.
 	encryption        encryption.Options
@@ -70,7 +73,7 @@ type allInOne struct {
 // gateway's URL and the path of its admin kubeconfig once both are known (before /readyz
 // passes).
 func NewCommand(serving func(url, kubeconfig string)) *cobra.Command {
-	a := &allInOne{layout: layout{prefix: storage.DefaultPrefix, media: registry.StorageMediaTypes[0]}, conn: lifecycle.NewNATS(), addresses: map[string][]string{}, core: core.NewOptions(), aggregator: &aggregator.Options{}}
+	a := &allInOne{layout: layout{prefix: storage.DefaultPrefix, media: registry.StorageMediaTypes[0]}, encodingBudget: registry.DefaultItemEncodingBudget, conn: lifecycle.NewNATS(), addresses: map[string][]string{}, core: core.NewOptions(), aggregator: &aggregator.Options{}}
 	a.defaultEncryption = sync.OnceValues(func() (string, error) {
 		path := filepath.Join(a.gw.PKI.Dir, certs.EncryptionConfigFile)
 		return path, certs.EnsureEncryptionConfig(path)
@@ -101,6 +104,7 @@ func NewCommand(serving func(url, kubeconfig string)) *cobra.Command {
 			fs.StringVar(&a.layout.media, "storage-media-type", a.layout.media,
 				"The media type to use to store objects in storage. Custom resources are always stored as JSON. Supported media types: ["+
 					strings.Join(registry.StorageMediaTypes, ", ")+"]")
+			backend.AddEncodingBudgetFlag(fs, &a.encodingBudget)
 		}})
 
 	p.Register(process.Module{Name: moduleEmbeddedNATS, Deps: []string{gateway.ModuleOptions, moduleDataDirLock}, Init: a.startNATS})
@@ -165,6 +169,7 @@ func (a *allInOne) backendModule(svc backend.Service) process.Module {
 		bo.Admission, bo.Controllers = a.admission, gw.Controllers
 		bo.EtcdCAFile, bo.EtcdCertFile, bo.EtcdKeyFile = a.etcdCAFile, a.etcdCertFile, a.etcdKeyFile
 		bo.EtcdPrefix, bo.StorageMediaType = a.layout.prefix, a.layout.media
+		bo.WatchCacheEncodingBudget = a.encodingBudget
 		bo.MigrateLayout = func(ctx context.Context, c *clientv3.Client) error { return a.migrateLayout(ctx, c, log) }
 		bo.Encryption = a.encryption
 		file, err := a.encryptionFile()
