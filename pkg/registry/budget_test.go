@@ -12,48 +12,47 @@ import (
 )
 
 // The budget keeps what fits and counts what it gives back; encodings of an object that left
-// the cache are used once and not kept.
+// the cache are not kept.
 func TestEncodingBudget(t *testing.T) {
 	b := &encodingBudget{}
 	b.max.Store(100)
-	made := 0
-	encode := func(n int) func() ([]byte, error) {
-		return func() ([]byte, error) { made++; return make([]byte, n), nil }
-	}
 	a, c := &encodings{budget: b}, &encodings{budget: b}
-	for range 2 {
-		data, err := a.get(listItemJSON, encode(60))
-		require.NoError(t, err)
-		assert.Len(t, data, 60)
-	}
-	assert.Equal(t, 1, made, "kept: encoded once")
-	for range 2 {
-		_, err := c.get(listItemJSON, encode(60))
-		require.NoError(t, err)
-	}
-	assert.Equal(t, 3, made, "120 bytes do not fit 100: encoded for each use")
+	a.keep(listItemJSON, make([]byte, 60))
+	a.keep(listItemJSON, make([]byte, 60)) // kept already
+	data, ok := a.kept(listItemJSON)
+	assert.True(t, ok)
+	assert.Len(t, data, 60)
+	c.keep(listItemJSON, make([]byte, 60))
+	_, ok = c.kept(listItemJSON)
+	assert.False(t, ok, "120 bytes do not fit 100")
 	assert.EqualValues(t, 60, b.used.Load())
 
 	a.release()
 	a.release() // once only
 	assert.EqualValues(t, 0, b.used.Load())
-	_, err := a.get(listItemJSON, encode(10))
-	require.NoError(t, err)
-	assert.EqualValues(t, 0, b.used.Load(), "released: not kept")
+	a.keep(listItemJSON, make([]byte, 10))
+	_, ok = a.kept(listItemJSON)
+	assert.False(t, ok, "released: not kept")
+	assert.EqualValues(t, 0, b.used.Load())
 
-	_, err = c.get(listItemProtobuf, encode(40))
-	require.NoError(t, err)
-	assert.EqualValues(t, 40, b.used.Load())
+	kept := []byte("0123456789")
+	c.keep(listItemProtobuf, kept)
+	kept[0] = 'x'
+	data, _ = c.kept(listItemProtobuf)
+	assert.Equal(t, "0123456789", string(data), "a copy is kept: the caller's buffer is its own")
+	c.keep(listItemJSON, make([]byte, 40))
+	assert.EqualValues(t, 50, b.used.Load())
 	c.release()
 	assert.EqualValues(t, 0, b.used.Load())
 
-	// The watchers' encodings of an event have no budget: always kept.
-	ev := &encodings{}
-	_, err = ev.get(listItemJSON, encode(1000))
-	require.NoError(t, err)
-	_, err = ev.get(listItemJSON, encode(1000))
-	require.NoError(t, err)
-	assert.Equal(t, 6, made)
+	// An event's encodings, for its watchers, are made once and have no budget.
+	ev, made := &encodings{}, 0
+	for range 2 {
+		data, err := ev.get(listItemJSON, func() ([]byte, error) { made++; return make([]byte, 1000), nil })
+		require.NoError(t, err)
+		assert.Len(t, data, 1000)
+	}
+	assert.Equal(t, 1, made)
 }
 
 // A watch cache's items keep their encodings within the process's budget: lists are the same
@@ -80,7 +79,7 @@ func TestWatchCacheKeepsEncodingsWithinBudget(t *testing.T) {
 			e.enc.mu.Lock()
 			defer e.enc.mu.Unlock()
 			for _, enc := range e.enc.m {
-				bytes += int64(cap(enc.data))
+				bytes += int64(len(enc.data))
 			}
 			if len(e.enc.m) > 0 {
 				objects++

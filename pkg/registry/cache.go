@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -55,9 +56,9 @@ type cacheEvent struct {
 type encodings struct {
 	mu sync.Mutex
 	m  []encoding // a few at most: a slice, not a map, since every cached object has one
-	// budget, when not nil, is what the encodings kept count against: an encoding that does
-	// not fit is made for each use. released: the object left the cache, and its encodings
-	// count no more (a snapshot's list may still ask for them).
+	// budget is what the encodings of a cached object count against (keep); an event's have
+	// none (get). released: the object left the cache, and its encodings count no more (a
+	// snapshot's list may still encode it).
 	budget   *encodingBudget
 	released bool
 }
@@ -68,11 +69,11 @@ type encoding struct {
 }
 
 // itemEncodingsOf are the encodings of an object in the cache's tree, kept within the
-// process's budget.
+// process's budget (keep).
 func itemEncodingsOf() *encodings { return &encodings{budget: itemBudget} }
 
-// get is the object's encoding for o, made by encode the first time.
-// Watchers asking at once wait for the one encoding.
+// get is the object's encoding for o, made by encode the first time (an event's, for its
+// watchers: watchers asking at once wait for the one encoding).
 func (e *encodings) get(o output, encode func() ([]byte, error)) ([]byte, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -82,9 +83,6 @@ func (e *encodings) get(o output, encode func() ([]byte, error)) ([]byte, error)
 	data, err := encode()
 	if err != nil {
 		return nil, err
-	}
-	if e.budget != nil && (e.released || !e.budget.take(int64(cap(data)))) {
-		return data, nil
 	}
 	e.m = append(e.m, encoding{o, data})
 	return data, nil
@@ -106,6 +104,16 @@ func (e *encodings) keptLocked(o output) ([]byte, bool) {
 	return nil, false
 }
 
+// keep keeps a copy of data, the object's encoding for o, if the budget has room for it.
+func (e *encodings) keep(o output, data []byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.keptLocked(o); ok || e.released || !e.budget.take(int64(len(data))) {
+		return
+	}
+	e.m = append(e.m, encoding{o, bytes.Clone(data)})
+}
+
 // release gives the budget back what the encodings hold, and keeps none from now on.
 func (e *encodings) release() {
 	e.mu.Lock()
@@ -116,7 +124,7 @@ func (e *encodings) release() {
 	e.released = true
 	var n int64
 	for _, enc := range e.m {
-		n += int64(cap(enc.data))
+		n += int64(len(enc.data))
 	}
 	e.m = nil
 	e.budget.give(n)

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -307,47 +308,98 @@ func (h *Handler) listBody(ctx context.Context, req *resourcev1.ListRequest) (*l
 }
 
 // listBody is an encoded list: head, then its items framed as the media type frames a list's
-// items, then tail. An item is encoded when it is written (or taken from the encodings the
-// watch cache keeps with the object), so a list's items are never all in memory at once
-// unless the cache keeps them. A list encoded whole is all head.
+// items, then tail. An item is encoded when it is written, straight into the piece being
+// written, unless the watch cache keeps its encoding with the object (and it keeps one, as
+// far as the process's budget allows): a list's items are never all in memory at once unless
+// the cache keeps them. A list encoded whole is all head.
 type listBody struct {
 	contentType string
 	head, tail  []byte
-	// n items; item(i) is the encoding of item i.
-	n    int
-	item func(i int) ([]byte, error)
+	// items are the list's items and the encodings the cache keeps with each (nil: none).
+	items *listResult
 	// protobuf: items are protobuf fields 2 of the list's message, not JSON array elements;
 	// sizes are their encodings' sizes, which the list's envelope holds before them.
 	protobuf bool
 	sizes    []int
+	// json encodes JSON items into w.
+	w    appendWriter
+	json *json.Encoder
 }
 
-// appendItem appends item i, framed.
+func (b *listBody) len() int {
+	if b.items == nil {
+		return 0
+	}
+	return len(b.items.items)
+}
+
+// appendItem appends item i, framed: its kept encoding, or one made now (which the cache
+// keeps if the budget allows).
 func (b *listBody) appendItem(out []byte, i int) ([]byte, error) {
-	data, err := b.item(i)
-	if err != nil {
-		return nil, err
-	}
+	o := listItemJSON
 	if b.protobuf {
-		if len(data) != b.sizes[i] {
-			return nil, fmt.Errorf("item %d of a list is %d bytes, not the %d its envelope counted", i, len(data), b.sizes[i])
-		}
+		o = listItemProtobuf
 		out = protowire.AppendTag(out, 2, protowire.BytesType)
-		return protowire.AppendBytes(out, data), nil
-	}
-	if i > 0 {
+		out = protowire.AppendVarint(out, uint64(b.sizes[i]))
+	} else if i > 0 {
 		out = append(out, ',')
 	}
-	return append(out, data...), nil
+	start, enc := len(out), b.items.encoded[i]
+	if data, ok := enc.kept(o); ok {
+		out = append(out, data...)
+	} else {
+		var err error
+		if out, err = b.encode(out, b.items.items[i]); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		enc.keep(o, out[start:])
+	}
+	if b.protobuf && len(out)-start != b.sizes[i] {
+		return nil, apierrors.NewInternalError(fmt.Errorf("item %d of a list is %d bytes, not the %d its envelope counted", i, len(out)-start, b.sizes[i]))
+	}
+	return out, nil
+}
+
+// encode appends obj's encoding as an item: the protobuf generated code's, written into out
+// at the size counted, or JSON as json.Marshal writes it (an Encoder adds a newline).
+func (b *listBody) encode(out []byte, obj runtime.Object) ([]byte, error) {
+	if b.protobuf {
+		m, ok := obj.(interface {
+			Size() int
+			MarshalToSizedBuffer([]byte) (int, error)
+		})
+		if !ok {
+			return nil, fmt.Errorf("%T has no protobuf form", obj)
+		}
+		start, size := len(out), m.Size()
+		out = slices.Grow(out, size)[:start+size]
+		n, err := m.MarshalToSizedBuffer(out[start:])
+		if err != nil {
+			return nil, err
+		}
+		if n != size {
+			return nil, fmt.Errorf("%T encoded to %d bytes, not its size %d", obj, n, size)
+		}
+		return out, nil
+	}
+	if b.json == nil {
+		b.json = json.NewEncoder(&b.w)
+	}
+	b.w = out
+	if err := b.json.Encode(obj); err != nil {
+		return nil, err
+	}
+	out, b.w = b.w[:len(b.w)-1], nil // without the Encoder's newline
+	return out, nil
 }
 
 // bytes is the whole body.
 func (b *listBody) bytes() ([]byte, error) {
-	if b.n == 0 && len(b.tail) == 0 {
+	if b.len() == 0 && len(b.tail) == 0 {
 		return b.head, nil
 	}
 	out := append([]byte(nil), b.head...)
-	for i := range b.n {
+	for i := range b.len() {
 		var err error
 		if out, err = b.appendItem(out, i); err != nil {
 			return nil, err
@@ -367,7 +419,7 @@ func (b *listBody) write(chunk int, send func([]byte) error) error {
 		head = head[chunk:]
 	}
 	buf := append(make([]byte, 0, chunk+chunk/4), head...)
-	for i := range b.n {
+	for i := range b.len() {
 		if len(buf) >= chunk {
 			if err := send(buf); err != nil {
 				return err
@@ -435,28 +487,6 @@ var (
 	listItemProtobuf = output{mediaType: MediaProtobuf, kind: asListItem}
 )
 
-// itemEncoder encodes res's items for o when they are written, each at most once while the
-// object is in the watch cache and the process's budget keeps it (itemBudget).
-func itemEncoder(res *listResult, o output) func(i int) ([]byte, error) {
-	return func(i int) ([]byte, error) {
-		obj := res.items[i]
-		data, err := res.encoded[i].get(o, func() ([]byte, error) {
-			if o == listItemProtobuf {
-				m, ok := obj.(interface{ Marshal() ([]byte, error) })
-				if !ok {
-					return nil, fmt.Errorf("%T has no protobuf form", obj)
-				}
-				return m.Marshal()
-			}
-			return json.Marshal(obj)
-		})
-		if err != nil {
-			return nil, apierrors.NewInternalError(err)
-		}
-		return data, nil
-	}
-}
-
 // spliceItems puts the items of res into the JSON of their list encoded without them (ending
 // in "items":[]}), for the same bytes as encoding the whole list: encoding/json writes a
 // typed list's item as json.Marshal writes the object. Most of a list's CPU had been the JSON
@@ -468,7 +498,7 @@ func spliceItems(empty *resourcev1.Body, res *listResult) (*listBody, error) {
 		return nil, apierrors.NewInternalError(fmt.Errorf("a list's JSON ends in %q", data[max(0, len(data)-20):]))
 	}
 	return &listBody{contentType: empty.GetContentType(), head: data[:len(data)-len(tail)], tail: []byte(tail),
-		n: len(res.items), item: itemEncoder(res, listItemJSON)}, nil
+		items: res}, nil
 }
 
 // spliceItemsProtobuf puts the items of res into kube's protobuf of their list encoded
@@ -519,7 +549,7 @@ func spliceItemsProtobuf(empty *resourcev1.Body, res *listResult) (*listBody, er
 		itemsSize += protowire.SizeTag(2) + protowire.SizeBytes(sizes[i])
 	}
 	out := &listBody{contentType: empty.GetContentType(), tail: b, // tail: the content encoding and type
-		n: len(res.items), item: itemEncoder(res, listItemProtobuf), protobuf: true, sizes: sizes}
+		items: res, protobuf: true, sizes: sizes}
 	head := make([]byte, 0, len(prefix)+len(typeMeta)+2*binary.MaxVarintLen64+len(list))
 	head = append(head, prefix...)
 	head = append(head, typeMeta...)
