@@ -349,7 +349,7 @@ func (b *listBody) appendItem(out []byte, i int) ([]byte, error) {
 		out = append(out, data...)
 	} else {
 		var err error
-		if out, err = b.encode(out, b.items.items[i]); err != nil {
+		if out, err = b.encode(out, i); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
 		enc.keep(o, out[start:])
@@ -360,18 +360,18 @@ func (b *listBody) appendItem(out []byte, i int) ([]byte, error) {
 	return out, nil
 }
 
-// encode appends obj's encoding as an item: the protobuf generated code's, written into out
-// at the size counted, or JSON as json.Marshal writes it (an Encoder adds a newline).
-func (b *listBody) encode(out []byte, obj runtime.Object) ([]byte, error) {
+// encode appends item i's encoding: the protobuf generated code's, written into out at the
+// size counted, or JSON as json.Marshal writes it (an Encoder adds a newline).
+func (b *listBody) encode(out []byte, i int) ([]byte, error) {
+	obj := b.items.items[i]
 	if b.protobuf {
 		m, ok := obj.(interface {
-			Size() int
 			MarshalToSizedBuffer([]byte) (int, error)
 		})
 		if !ok {
 			return nil, fmt.Errorf("%T has no protobuf form", obj)
 		}
-		start, size := len(out), m.Size()
+		start, size := len(out), b.sizes[i]
 		out = slices.Grow(out, size)[:start+size]
 		n, err := m.MarshalToSizedBuffer(out[start:])
 		if err != nil {
