@@ -100,8 +100,10 @@ func New(opts *Options, served []*discoveryv1.GroupVersion, nc *nats.Conn, log *
 		ln.Close()
 		return nil, err
 	}
-	etcd, err := storage.NewClient(opts.EtcdServers, etcdTLS, tracer.DialOptions()...)
-	if err != nil {
+	var etcd *clientv3.Client
+	if opts.InProcessEtcd != nil && tracer.Active() == nil {
+		etcd = opts.InProcessEtcd()
+	} else if etcd, err = storage.NewClient(opts.EtcdServers, etcdTLS, tracer.DialOptions()...); err != nil {
 		ln.Close()
 		return nil, err
 	}

@@ -47,6 +47,10 @@ type Options struct {
 	// WatchCacheEncodingBudget bounds the bytes of list items' encodings the process's watch
 	// caches keep (registry.SetItemEncodingBudget).
 	WatchCacheEncodingBudget resource.Quantity
+	// InProcessEtcd, when set, gives the backend a client of an etcd in its own process
+	// (the all-in-one's embedded one), used instead of dialing --etcd-servers unless tracing is
+	// on: etcd's spans come from the gRPC connection, as kube-apiserver's do.
+	InProcessEtcd func() *clientv3.Client
 	// MigrateLayout, when set, moves an earlier apichain's layout to kube's before the store
 	// opens (the all-in-one's; a split service refuses to start on it instead).
 	MigrateLayout    func(ctx context.Context, etcd *clientv3.Client) error

@@ -35,10 +35,20 @@ func NewClient(endpoints []string, tlsCfg *tls.Config, dial ...grpc.DialOption) 
 // keepAliveTime is the least interval grpc-go pings at (kube-apiserver pings every 30 s).
 const keepAliveTime = 10 * time.Second
 
+// Members are the endpoints to ask each member's status at: c's endpoints, or one with no
+// address for a client of an etcd in the process (embedded.Etcd.Client), whose every call
+// goes to that member.
+func Members(c *clientv3.Client) []string {
+	if eps := c.Endpoints(); len(eps) > 0 {
+		return eps
+	}
+	return []string{""}
+}
+
 // Ping asks every endpoint for its status, like kube's etcd health check.
 func Ping(ctx context.Context, c *clientv3.Client) error {
 	var lastErr error
-	for _, ep := range c.Endpoints() {
+	for _, ep := range Members(c) {
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, err := c.Status(sctx, ep)
 		cancel()

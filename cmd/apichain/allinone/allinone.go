@@ -47,6 +47,9 @@ const (
 // certificates and instance id, and an embedded etcd and NATS unless real ones are given.
 type allInOne struct {
 	etcdServers []string
+	// embeddedEtcd is the etcd the all-in-one runs when no --etcd-servers is given; its
+	// backends call it in the process.
+	embeddedEtcd *embedded.Etcd
 	// etcd's client TLS, for --etcd-servers (kube-apiserver's flags).
 	etcdCAFile, etcdCertFile, etcdKeyFile string
 	// layout is kube's --etcd-prefix and --storage-media-type, for every backend, and the
@@ -166,6 +169,9 @@ func (a *allInOne) backendModule(svc backend.Service) process.Module {
 		bo.BindAddress = "127.0.0.1:0"
 		bo.Serving = certs.ServingOptions{CertFile: pki.BackendCertFile, KeyFile: pki.BackendKeyFile, ClientCAFile: pki.CAFile}
 		bo.EtcdServers = a.etcdServers
+		if a.embeddedEtcd != nil {
+			bo.InProcessEtcd = a.embeddedEtcd.Client
+		}
 		bo.Admission, bo.Controllers = a.admission, gw.Controllers
 		bo.EtcdCAFile, bo.EtcdCertFile, bo.EtcdKeyFile = a.etcdCAFile, a.etcdCertFile, a.etcdKeyFile
 		bo.EtcdPrefix, bo.StorageMediaType = a.layout.prefix, a.layout.media
@@ -239,7 +245,7 @@ func (a *allInOne) startEtcd(ctx context.Context, log *slog.Logger) (process.Ser
 	if err != nil {
 		return nil, err
 	}
-	a.etcdServers = e.Endpoints()
+	a.etcdServers, a.embeddedEtcd = e.Endpoints(), e
 	log.Info("embedded etcd started", "endpoints", a.etcdServers, "dir", a.gw.Options.DataDir)
 	return process.CloseOnStop(e.Stop), nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apichain/apichain/pkg/registry"
+	"github.com/apichain/apichain/pkg/storage"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,7 +31,7 @@ func componentStatuses(etcd *clientv3.Client) *registry.Resource {
 				probeComponent(ctx, "controller-manager", "https://127.0.0.1:10257/healthz"),
 			}
 			if etcd != nil {
-				for i, ep := range etcd.Endpoints() {
+				for i, ep := range storage.Members(etcd) {
 					cs := &corev1.ComponentStatus{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("etcd-%d", i)}}
 					c, cancel := context.WithTimeout(ctx, 2*time.Second)
 					_, err := etcd.Status(c, ep)
