@@ -398,7 +398,7 @@ func (b *listBody) bytes() ([]byte, error) {
 	if b.len() == 0 && len(b.tail) == 0 {
 		return b.head, nil
 	}
-	out := append([]byte(nil), b.head...)
+	out := append(make([]byte, 0, b.sizeHint()), b.head...)
 	for i := range b.len() {
 		var err error
 		if out, err = b.appendItem(out, i); err != nil {
@@ -406,6 +406,20 @@ func (b *listBody) bytes() ([]byte, error) {
 		}
 	}
 	return append(out, b.tail...), nil
+}
+
+// sizeHint is the body's size as far as it is known before its items are encoded: all of it
+// for protobuf, the kept items' for JSON.
+func (b *listBody) sizeHint() int {
+	n := len(b.head) + len(b.tail)
+	for i := range b.len() {
+		if b.protobuf {
+			n += protowire.SizeTag(2) + protowire.SizeBytes(b.sizes[i])
+		} else if data, ok := b.items.encoded[i].kept(listItemJSON); ok {
+			n += len(data) + 1
+		}
+	}
+	return n
 }
 
 // write hands the body to send in pieces of about chunk bytes (at least one piece). A piece
