@@ -3,6 +3,8 @@ package registry
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,41 +14,57 @@ import (
 )
 
 // The budget keeps what fits and counts what it gives back; encodings of an object that left
-// the cache are not kept.
+// the cache are not kept. What is not kept is encoded for each use.
 func TestEncodingBudget(t *testing.T) {
 	b := &encodingBudget{}
 	b.max.Store(100)
+	made := 0
+	encode := func(data string) func([]byte) ([]byte, error) {
+		return func(out []byte) ([]byte, error) { made++; return append(out, data...), nil }
+	}
+	appendTo := func(e *encodings, o output, data string) string {
+		t.Helper()
+		out, err := e.appendTo(o, []byte("<"), encode(data))
+		require.NoError(t, err)
+		return string(out)
+	}
 	a, c := &encodings{budget: b}, &encodings{budget: b}
-	a.keep(listItemJSON, make([]byte, 60))
-	a.keep(listItemJSON, make([]byte, 60)) // kept already
-	data, ok := a.kept(listItemJSON)
-	assert.True(t, ok)
-	assert.Len(t, data, 60)
-	c.keep(listItemJSON, make([]byte, 60))
-	_, ok = c.kept(listItemJSON)
-	assert.False(t, ok, "120 bytes do not fit 100")
+	sixty := strings.Repeat("a", 60)
+	assert.Equal(t, "<"+sixty, appendTo(a, listItemJSON, sixty))
+	assert.Equal(t, "<"+sixty, appendTo(a, listItemJSON, sixty))
+	assert.Equal(t, 1, made, "kept: encoded once")
+	appendTo(c, listItemJSON, sixty)
+	appendTo(c, listItemJSON, sixty)
+	assert.Equal(t, 3, made, "120 bytes do not fit 100: encoded for each use")
 	assert.EqualValues(t, 60, b.used.Load())
 
 	a.release()
 	a.release() // once only
 	assert.EqualValues(t, 0, b.used.Load())
-	a.keep(listItemJSON, make([]byte, 10))
-	_, ok = a.kept(listItemJSON)
-	assert.False(t, ok, "released: not kept")
-	assert.EqualValues(t, 0, b.used.Load())
+	appendTo(a, listItemJSON, "x")
+	assert.EqualValues(t, 0, b.used.Load(), "released: not kept")
 
-	kept := []byte("0123456789")
-	c.keep(listItemProtobuf, kept)
-	kept[0] = 'x'
-	data, _ = c.kept(listItemProtobuf)
-	assert.Equal(t, "0123456789", string(data), "a copy is kept: the caller's buffer is its own")
-	c.keep(listItemJSON, make([]byte, 40))
-	assert.EqualValues(t, 50, b.used.Load())
+	appendTo(c, listItemProtobuf, "0123456789")
+	assert.Equal(t, "<0123456789", appendTo(c, listItemProtobuf, "other"), "the kept copy, not the caller's buffer")
+	assert.EqualValues(t, 10, b.used.Load())
 	c.release()
 	assert.EqualValues(t, 0, b.used.Load())
 
+	// Lists asking at once wait for the one encoding.
+	d, made := &encodings{budget: b}, 0
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			_, err := d.appendTo(listItemJSON, nil, func(out []byte) ([]byte, error) { made++; return append(out, "x"...), nil })
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, 1, made)
+
 	// An event's encodings, for its watchers, are made once and have no budget.
-	ev, made := &encodings{}, 0
+	ev := &encodings{}
+	made = 0
 	for range 2 {
 		data, err := ev.get(listItemJSON, func() ([]byte, error) { made++; return make([]byte, 1000), nil })
 		require.NoError(t, err)

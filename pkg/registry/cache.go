@@ -104,14 +104,24 @@ func (e *encodings) keptLocked(o output) ([]byte, bool) {
 	return nil, false
 }
 
-// keep keeps a copy of data, the object's encoding for o, if the budget has room for it.
-func (e *encodings) keep(o output, data []byte) {
+// appendTo appends the object's encoding for o to out: the kept one, or one encode appends
+// now, of which a copy is kept if the budget has room. Lists asking at once wait for the one
+// encoding, as watchers do (get), unless the budget keeps none.
+func (e *encodings) appendTo(o output, out []byte, encode func([]byte) ([]byte, error)) ([]byte, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if _, ok := e.keptLocked(o); ok || e.released || !e.budget.take(int64(len(data))) {
-		return
+	if data, ok := e.keptLocked(o); ok {
+		return append(out, data...), nil
 	}
-	e.m = append(e.m, encoding{o, bytes.Clone(data)})
+	start := len(out)
+	out, err := encode(out)
+	if err != nil {
+		return nil, err
+	}
+	if data := out[start:]; !e.released && e.budget.take(int64(len(data))) {
+		e.m = append(e.m, encoding{o, bytes.Clone(data)})
+	}
+	return out, nil
 }
 
 // release gives the budget back what the encodings hold, and keeps none from now on.

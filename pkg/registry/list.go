@@ -344,15 +344,10 @@ func (b *listBody) appendItem(out []byte, i int) ([]byte, error) {
 	} else if i > 0 {
 		out = append(out, ',')
 	}
-	start, enc := len(out), b.items.encoded[i]
-	if data, ok := enc.kept(o); ok {
-		out = append(out, data...)
-	} else {
-		var err error
-		if out, err = b.encode(out, i); err != nil {
-			return nil, apierrors.NewInternalError(err)
-		}
-		enc.keep(o, out[start:])
+	start := len(out)
+	out, err := b.items.encoded[i].appendTo(o, out, func(out []byte) ([]byte, error) { return b.encode(out, i) })
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
 	}
 	if b.protobuf && len(out)-start != b.sizes[i] {
 		return nil, apierrors.NewInternalError(fmt.Errorf("item %d of a list is %d bytes, not the %d its envelope counted", i, len(out)-start, b.sizes[i]))
