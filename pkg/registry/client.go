@@ -56,6 +56,17 @@ func (c *Client) List(ctx context.Context, r *Resource, namespace, fieldSelector
 	return res.owned(), nil
 }
 
+// ListShared is List for a caller that only reads the objects: they may be the watch
+// cache's, shared with every reader (as Get's are), which spares copying every object. Read
+// them; do not change them.
+func (c *Client) ListShared(ctx context.Context, r *Resource, namespace, fieldSelector string) ([]runtime.Object, error) {
+	res, err := c.h.list(ctx, r, namespace, &resourcev1.ListOptions{FieldSelector: fieldSelector}, 0, "")
+	if err != nil {
+		return nil, err
+	}
+	return res.items, nil
+}
+
 // ListCached lists from the watch cache once it holds r (resourceVersion "0": possibly a
 // little behind, as an informer is), from etcd before.
 func (c *Client) ListCached(ctx context.Context, r *Resource, namespace string) ([]runtime.Object, error) {

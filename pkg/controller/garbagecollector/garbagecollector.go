@@ -40,12 +40,13 @@ type object struct {
 	acc metav1.Object
 }
 
-// collect is one pass over every stored object.
+// collect is one pass over every stored object. It only reads them (its writes read the
+// object afresh), so it reads the watch cache's own, without copying each.
 func collect(ctx context.Context, c *registry.Client, log *slog.Logger) {
 	var all []object
 	byUID := map[types.UID]object{}
 	for _, r := range c.Resources() {
-		items, err := c.List(ctx, r, "", "")
+		items, err := c.ListShared(ctx, r, "", "")
 		if err != nil {
 			return // try again on the next pass
 		}
