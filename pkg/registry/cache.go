@@ -56,8 +56,8 @@ type cacheEvent struct {
 type encodings struct {
 	mu sync.Mutex
 	m  []encoding // a few at most: a slice, not a map, since every cached object has one
-	// budget is what the encodings of a cached object count against (keep); an event's have
-	// none (get). released: the object left the cache, and its encodings count no more (a
+	// budget is what the encodings of a cached object count against (appendTo); an event's
+	// have none (get). released: the object left the cache, and its encodings count no more (a
 	// snapshot's list may still encode it).
 	budget   *encodingBudget
 	released bool
@@ -69,7 +69,7 @@ type encoding struct {
 }
 
 // itemEncodingsOf are the encodings of an object in the cache's tree, kept within the
-// process's budget (keep).
+// process's budget (appendTo).
 func itemEncodingsOf() *encodings { return &encodings{budget: itemBudget} }
 
 // get is the object's encoding for o, made by encode the first time (an event's, for its

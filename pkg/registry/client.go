@@ -49,7 +49,7 @@ func (c *Client) Lookup(gvr schema.GroupVersionResource) (*Resource, bool) {
 // one consistent read (from the watch cache once it caught up with etcd, when the cache is
 // on). The objects are the caller's.
 func (c *Client) List(ctx context.Context, r *Resource, namespace, fieldSelector string) ([]runtime.Object, error) {
-	res, err := c.h.list(ctx, r, namespace, &resourcev1.ListOptions{FieldSelector: fieldSelector}, 0, "")
+	res, err := c.list(ctx, r, namespace, fieldSelector)
 	if err != nil {
 		return nil, err
 	}
@@ -60,11 +60,16 @@ func (c *Client) List(ctx context.Context, r *Resource, namespace, fieldSelector
 // cache's, shared with every reader (as Get's are), which spares copying every object. Read
 // them; do not change them.
 func (c *Client) ListShared(ctx context.Context, r *Resource, namespace, fieldSelector string) ([]runtime.Object, error) {
-	res, err := c.h.list(ctx, r, namespace, &resourcev1.ListOptions{FieldSelector: fieldSelector}, 0, "")
+	res, err := c.list(ctx, r, namespace, fieldSelector)
 	if err != nil {
 		return nil, err
 	}
 	return res.items, nil
+}
+
+// list is List's and ListShared's one consistent read.
+func (c *Client) list(ctx context.Context, r *Resource, namespace, fieldSelector string) (*listResult, error) {
+	return c.h.list(ctx, r, namespace, &resourcev1.ListOptions{FieldSelector: fieldSelector}, 0, "")
 }
 
 // ListCached lists from the watch cache once it holds r (resourceVersion "0": possibly a
