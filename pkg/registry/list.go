@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -381,11 +383,26 @@ func (b *listBody) encode(out []byte, i int) ([]byte, error) {
 		b.json = json.NewEncoder(&b.w)
 	}
 	b.w = out
-	if err := b.json.Encode(obj); err != nil {
+	if err := b.json.Encode(withoutKind(obj)); err != nil {
 		return nil, err
 	}
 	out, b.w = b.w[:len(b.w)-1], nil // without the Encoder's newline
 	return out, nil
+}
+
+// withoutKind is obj as kube writes a typed list's item: without kind and apiVersion (kube
+// converts a list from its internal types, whose items have none; a custom resource's items,
+// unstructured, keep theirs). A shallow copy when obj has them: the cache's object is shared.
+func withoutKind(obj runtime.Object) runtime.Object {
+	v := reflect.ValueOf(obj)
+	if obj.GetObjectKind().GroupVersionKind().Empty() || v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return obj
+	}
+	c := reflect.New(v.Elem().Type())
+	c.Elem().Set(v.Elem())
+	item := c.Interface().(runtime.Object)
+	item.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	return item
 }
 
 // bytes is the whole body.
@@ -466,6 +483,13 @@ func (h *Handler) encodeList(r *Resource, res *listResult, enc *resourcev1.Encod
 	list := r.NewList()
 	if err := meta.SetList(list, items); err != nil {
 		return nil, apierrors.NewInternalError(err)
+	}
+	if out.kind == asObject && !r.isUnstructured() {
+		// Copies of the items' structs (SetList): clearing their kinds leaves the cache's alone.
+		_ = meta.EachListItem(list, func(o runtime.Object) error {
+			o.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+			return nil
+		})
 	}
 	lacc, err := meta.ListAccessor(list)
 	if err != nil {

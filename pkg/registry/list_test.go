@@ -377,6 +377,31 @@ func TestListEncodings(t *testing.T) {
 		decode(t, resp.GetBody(), list)
 		assert.Len(t, list.Items, 2)
 
+		// A typed list's items have no kind or apiVersion, as kube's (converted from its
+		// internal types), whether spliced from the cache or encoded whole (pretty); the list
+		// has them, and a metadata list's items are PartialObjectMetadata, as kube's are.
+		for _, pretty := range []bool{false, true} {
+			resp, err = h.List(context.Background(), &resourcev1.ListRequest{Ref: ref(cmResource, ns, ""),
+				Encoding: &resourcev1.Encoding{Pretty: pretty}})
+			require.NoError(t, err)
+			var raw struct {
+				Kind, APIVersion string
+				Items            []map[string]any
+			}
+			require.NoError(t, json.Unmarshal(resp.GetBody().GetData(), &raw))
+			assert.Equal(t, "ConfigMapList", raw.Kind)
+			assert.Equal(t, "v1", raw.APIVersion)
+			require.Len(t, raw.Items, 2)
+			for _, item := range raw.Items {
+				assert.NotContains(t, item, "kind", "pretty %v", pretty)
+				assert.NotContains(t, item, "apiVersion", "pretty %v", pretty)
+			}
+		}
+		for _, item := range pl.Items {
+			assert.Equal(t, "PartialObjectMetadata", item.Kind)
+			assert.Equal(t, "meta.k8s.io/v1", item.APIVersion)
+		}
+
 		// An empty list has items [], not null.
 		empty := newNamespace(t)
 		resp, err = h.List(context.Background(), &resourcev1.ListRequest{Ref: ref(cmResource, empty, "")})
