@@ -234,7 +234,6 @@ func (b *Backend) InstallRegistry(scheme *registry.Scheme, set *registry.Set) (*
 		return nil, err
 	}
 	registry.SetItemEncodingBudget(b.opts.WatchCacheEncodingBudget.Value())
-	h.WarmUp()
 	b.SetResources(h)
 	return h, b.Server.AddPostStartHook("start-watch-cache", func(ctx context.Context) error {
 		h.EnableWatchCache(ctx, b.Log)

@@ -104,11 +104,7 @@ func (a *annotated) TypeConverter() (managedfields.TypeConverter, error) {
 		}
 		return deducedTypeConverter, nil
 	}
-	fm := a.h.managers()
-	if fm == nil {
-		return nil, a.h.fmErr
-	}
-	return fm.converter, nil
+	return a.h.managers().converter(a.r.Kind)
 }
 
 // unstructuredInterfaces are a custom resource's object interfaces: one version, no defaults

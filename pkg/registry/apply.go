@@ -32,9 +32,6 @@ func (h *Handler) apply(ctx context.Context, r *Resource, req *resourcev1.PatchR
 		return nil, apierrors.NewInvalid(patchOptionsGK, "", field.ErrorList{field.Required(field.NewPath("fieldManager"), "is required for apply patch")})
 	}
 	fms := h.managers()
-	if fms == nil {
-		return nil, apierrors.NewInternalError(fmt.Errorf("server-side apply is unavailable: %v", h.fmErr))
-	}
 	gvk := r.GroupVersion.WithKind(r.Kind)
 	if sub == "scale" {
 		gvk = scaleGVK

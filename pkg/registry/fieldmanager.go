@@ -16,9 +16,12 @@ import (
 // fieldManagers track managedFields and run server-side apply for a Set's kinds, typed by
 // the same OpenAPI schemas the backend publishes (so list merge keys match what clients see).
 type fieldManagers struct {
-	scheme    *Scheme
-	converter managedfields.TypeConverter
-	mu        sync.Mutex
+	scheme *Scheme
+	kinds  []openapi.Kind // the set's typed kinds
+	mu     sync.Mutex
+	// converters type a kind's objects, by kind name, built on its first write
+	// (converterLocked).
+	converters map[string]managedfields.TypeConverter
 	// byResource: a custom resource rebuilt for a changed schema gets a new field manager.
 	byResource map[fmKey]*managedfields.FieldManager
 }
@@ -29,16 +32,43 @@ type fmKey struct {
 	subresource string
 }
 
-func newFieldManagers(s *Scheme, set *Set) (*fieldManagers, error) {
-	defs, err := openapi.V2Definitions(set.OpenAPIKinds())
+func newFieldManagers(s *Scheme, set *Set) *fieldManagers {
+	return &fieldManagers{scheme: s, kinds: set.OpenAPIKinds(), converters: map[string]managedfields.TypeConverter{},
+		byResource: map[fmKey]*managedfields.FieldManager{}}
+}
+
+// converterLocked types objects of the kind named kind in every group and version the set
+// serves it (a field manager converts managedFields recorded at one version to another, and
+// events.k8s.io's Events are core's): built from those kinds' schemas alone on first use.
+// Typing every kind of the set at once took a fresh process's first write about 50 ms of CPU,
+// on the path to ready (core's bootstrap writes); a kind alone takes a fraction of that.
+func (f *fieldManagers) converterLocked(kind string) (managedfields.TypeConverter, error) {
+	if tc, ok := f.converters[kind]; ok {
+		return tc, nil
+	}
+	var kinds []openapi.Kind
+	for _, k := range f.kinds {
+		if k.Kind == kind {
+			kinds = append(kinds, k)
+		}
+	}
+	defs, err := openapi.V2Definitions(kinds)
 	if err != nil {
 		return nil, err
 	}
 	tc, err := managedfields.NewTypeConverter(defs, false)
 	if err != nil {
-		return nil, fmt.Errorf("type converter: %w", err)
+		return nil, fmt.Errorf("type converter of %s: %w", kind, err)
 	}
-	return &fieldManagers{scheme: s, converter: tc, byResource: map[fmKey]*managedfields.FieldManager{}}, nil
+	f.converters[kind] = tc
+	return tc, nil
+}
+
+// converter is converterLocked for callers without the lock.
+func (f *fieldManagers) converter(kind string) (managedfields.TypeConverter, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.converterLocked(kind)
 }
 
 // get is the field manager of r (or of its "status" subresource): typed by the set's schemas,
@@ -61,7 +91,11 @@ func (f *fieldManagers) get(r *Resource, subresource string) (*managedfields.Fie
 		fm, err = managedfields.NewDefaultCRDFieldManager(tc, unstructuredConvertor{}, nopDefaulter{}, unstructuredCreater{},
 			gvk, gvk.GroupVersion(), subresource, nil)
 	} else {
-		fm, err = managedfields.NewDefaultFieldManager(f.converter, f.scheme.Scheme, f.scheme.Scheme, f.scheme.Scheme, gvk, gvk.GroupVersion(), subresource, nil)
+		var tc managedfields.TypeConverter
+		if tc, err = f.converterLocked(r.Kind); err != nil {
+			return nil, err
+		}
+		fm, err = managedfields.NewDefaultFieldManager(tc, f.scheme.Scheme, f.scheme.Scheme, f.scheme.Scheme, gvk, gvk.GroupVersion(), subresource, nil)
 	}
 	if err != nil {
 		return nil, err
@@ -143,21 +177,9 @@ func managerFrom(ctx context.Context) string {
 	return m
 }
 
-// WarmUp builds what the first writes need (the field managers' type converter) in the
-// background, so neither startup nor the first request pays for it.
-func (h *Handler) WarmUp() { go h.managers() }
-
-// managers returns the handler's field managers, built on first use; nil if the kinds'
-// schemas cannot be typed (tracking is then skipped and apply is refused).
+// managers returns the handler's field managers.
 func (h *Handler) managers() *fieldManagers {
-	h.fmOnce.Do(func() {
-		fm, err := newFieldManagers(h.scheme, h.set.Load())
-		if err != nil {
-			h.fmErr = err
-			return
-		}
-		h.fm = fm
-	})
+	h.fmOnce.Do(func() { h.fm = newFieldManagers(h.scheme, h.set.Load()) })
 	return h.fm
 }
 

@@ -38,7 +38,6 @@ type Handler struct {
 
 	fmOnce sync.Once
 	fm     *fieldManagers
-	fmErr  error
 }
 
 // NewHandler serves set from store; watches end when stopping closes.

@@ -156,7 +156,7 @@ func liveScale(r *Resource, current runtime.Object) (*unstructured.Unstructured,
 func (h *Handler) scaleOwnership(r *Resource, current, next runtime.Object, sc *autoscalingv1.Scale, manager string, applied bool) {
 	fms := h.managers()
 	live, handler, err := liveScale(r, current)
-	if fms == nil || err != nil {
+	if err != nil {
 		return
 	}
 	entries := sc.ManagedFields
