@@ -35,7 +35,7 @@ func Run(ctx context.Context, client *registry.Client, log *slog.Logger, resync 
 }
 
 func aggregate(ctx context.Context, client *registry.Client, r *registry.Resource) error {
-	objs, err := client.List(ctx, r, "", "")
+	objs, err := client.ListShared(ctx, r, "", "") // the cache's: read, and copied into an update
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,11 @@ func aggregate(ctx context.Context, client *registry.Client, r *registry.Resourc
 			continue
 		}
 		if err := client.Update(ctx, r, "", target.Name, "", func(o runtime.Object) {
-			o.(*rbacv1.ClusterRole).Rules = rules
+			role := o.(*rbacv1.ClusterRole)
+			role.Rules = make([]rbacv1.PolicyRule, len(rules))
+			for i := range rules {
+				rules[i].DeepCopyInto(&role.Rules[i]) // their slices are the cached roles'
+			}
 		}); err != nil {
 			return err
 		}

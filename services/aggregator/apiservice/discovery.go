@@ -33,7 +33,7 @@ func RunRemoteDiscovery(ctx context.Context, c *registry.Client, own []*discover
 	var last []*discoveryv1.GroupVersion
 	var lastWarnings, lastProxied []string
 	registry.Reconcile(ctx, c, r, resync, func(ctx context.Context) error {
-		list, err := c.List(ctx, r, "", "")
+		list, err := c.ListShared(ctx, r, "", "") // read only
 		if err != nil {
 			return err
 		}

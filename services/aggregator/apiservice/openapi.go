@@ -44,7 +44,7 @@ func RunRemoteOpenAPI(ctx context.Context, c *registry.Client, fetch FetchDocume
 	specs := map[string]*remoteSpec{}
 	var lastKey string
 	registry.Reconcile(ctx, c, r, resync, func(ctx context.Context) error {
-		list, err := c.List(ctx, r, "", "")
+		list, err := c.ListShared(ctx, r, "", "") // read only
 		if err != nil {
 			return err
 		}
