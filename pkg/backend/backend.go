@@ -18,6 +18,7 @@ import (
 	"github.com/apichain/apichain/pkg/admission/plugins"
 	"github.com/apichain/apichain/pkg/certs"
 	"github.com/apichain/apichain/pkg/controller"
+	"github.com/apichain/apichain/pkg/inprocess"
 	"github.com/apichain/apichain/pkg/lifecycle"
 	"github.com/apichain/apichain/pkg/metrics"
 	"github.com/apichain/apichain/pkg/registry"
@@ -157,7 +158,8 @@ func New(opts *Options, served []*discoveryv1.GroupVersion, nc *nats.Conn, log *
 		grpc.NumStreamWorkers(streamWorkers),
 	)...)
 	b.transport = server.NewGRPCTransport(b.grpc)
-	srv.AddTransport("grpc", b.transport, ln)
+	// The all-in-one's gateway and other backends call it in memory (inprocess.Dial).
+	srv.AddTransport("grpc", b.transport, inprocess.Listen(ln, b.instance.Address))
 	if opts.MetricsBindAddress != "" {
 		reg := metrics.NewRegistry()
 		reg.MustRegister(grpcMetrics)
