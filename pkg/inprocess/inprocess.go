@@ -9,6 +9,7 @@ package inprocess
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"sync"
 
@@ -40,7 +41,7 @@ type Listener struct {
 // or to any of also (the address the server advertises, say).
 func Listen(tcp net.Listener, also ...string) *Listener {
 	l := &Listener{Listener: tcp, mem: bufconn.Listen(pipeSize), addrs: append([]string{tcp.Addr().String()}, also...),
-		conns: make(chan net.Conn), errs: make(chan error, 2), done: make(chan struct{})}
+		conns: make(chan net.Conn), errs: make(chan error), done: make(chan struct{})}
 	mu.Lock()
 	for _, a := range l.addrs {
 		listeners[a] = l
@@ -51,12 +52,22 @@ func Listen(tcp net.Listener, also ...string) *Listener {
 	return l
 }
 
+// pump hands from's connections to Accept, and its errors: a closed listener's ends it, any
+// other (too many open files, say) is Accept's to return, as net.Listener's would be, and the
+// next connection is taken after it.
 func (l *Listener) pump(from net.Listener) {
 	for {
 		c, err := from.Accept()
 		if err != nil {
-			l.errs <- err
-			return
+			select {
+			case l.errs <- err:
+			case <-l.done:
+				return
+			}
+			if errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrClosedPipe) {
+				return
+			}
+			continue
 		}
 		select {
 		case l.conns <- c:
