@@ -9,7 +9,6 @@ package inprocess
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"sync"
 
@@ -52,9 +51,10 @@ func Listen(tcp net.Listener, also ...string) *Listener {
 	return l
 }
 
-// pump hands from's connections to Accept, and its errors: a closed listener's ends it, any
-// other (too many open files, say) is Accept's to return, as net.Listener's would be, and the
-// next connection is taken after it.
+// pump hands from's connections to Accept, and its errors: a closed listener's ends it (the
+// memory listener is closed only by Close, whose done ends it), any other (too many open
+// files, say) is Accept's to return, as net.Listener's would be, and the next connection is
+// taken after it.
 func (l *Listener) pump(from net.Listener) {
 	for {
 		c, err := from.Accept()
@@ -64,7 +64,7 @@ func (l *Listener) pump(from net.Listener) {
 			case <-l.done:
 				return
 			}
-			if errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrClosedPipe) {
+			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			continue
