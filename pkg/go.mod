@@ -46,7 +46,7 @@ require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
-	github.com/klauspost/compress v1.20.4 // indirect
+	github.com/klauspost/compress v1.20.4
 	github.com/minio/highwayhash v1.0.4 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
@@ -132,6 +132,9 @@ require (
 
 require github.com/google/btree v1.1.3
 
-require k8s.io/kms v0.37.2 // indirect
+require (
+	github.com/kylelemons/godebug v1.1.0 // indirect
+	k8s.io/kms v0.37.2
+)
 
 replace github.com/apichain/apichain/gen => ../gen

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/gzipbody"
 	"github.com/apichain/apichain/pkg/storage"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -282,15 +283,87 @@ func (h *Handler) StreamList(req *resourcev1.StreamListRequest, stream grpc.Serv
 	if err != nil {
 		return toGRPC(err)
 	}
-	first := true
-	return body.write(listChunk, func(data []byte) error {
+	first := &resourcev1.StreamListResponse{Body: &resourcev1.Body{ContentType: body.contentType}, NextPageToken: cont}
+	send := func(data []byte) error {
 		msg := &resourcev1.StreamListResponse{Body: &resourcev1.Body{Data: data}}
-		if first {
-			msg.Body.ContentType, msg.NextPageToken, first = body.contentType, cont, false
+		if first != nil {
+			msg, first = first, nil
+			msg.Body.Data = data
 		}
 		return stream.Send(msg)
+	}
+	if !req.GetAcceptGzip() {
+		return body.write(listChunk, send)
+	}
+	var gz *gzipPieces
+	err = body.write(listChunk, func(data []byte) error {
+		if gz == nil {
+			if len(data) <= gzipbody.Threshold {
+				return send(data) // the whole list: pieces are at least listChunk
+			}
+			first.ContentEncoding = "gzip"
+			gz = newGzipPieces(send)
+		}
+		_, err := gz.Write(data)
+		return err
 	})
+	if gz != nil && err == nil {
+		err = gz.Close()
+	}
+	return err
 }
+
+// gzipPieces compresses a list's pieces into pieces of about gzipChunk bytes for send, so the
+// hop to the gateway carries the compressed bytes (a twentieth to a thirtieth of a list of
+// ConfigMaps) rather than the list.
+type gzipPieces struct {
+	gz   gzipbody.Writer
+	buf  []byte
+	send func([]byte) error
+}
+
+// gzipChunk is about how many compressed bytes each StreamList message carries: a smaller
+// piece than listChunk, so the client's first bytes are not held back for long.
+const gzipChunk = 64 << 10
+
+func newGzipPieces(send func([]byte) error) *gzipPieces {
+	g := &gzipPieces{send: send}
+	g.gz = gzipbody.NewWriter(writerFunc(g.collect))
+	return g
+}
+
+func (g *gzipPieces) Write(p []byte) (int, error) { return g.gz.Write(p) }
+
+// collect takes the compressor's output, sending a piece once one is full.
+func (g *gzipPieces) collect(p []byte) (int, error) {
+	if g.buf == nil {
+		g.buf = make([]byte, 0, gzipChunk+gzipChunk/4)
+	}
+	g.buf = append(g.buf, p...)
+	if len(g.buf) >= gzipChunk {
+		buf := g.buf
+		g.buf = nil // sent pieces are not changed: send may keep them
+		if err := g.send(buf); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// Close ends the stream and sends what is left of it.
+func (g *gzipPieces) Close() error {
+	if err := g.gz.Close(); err != nil {
+		return err
+	}
+	if len(g.buf) == 0 {
+		return nil
+	}
+	return g.send(g.buf)
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // listBody reads the page a list request asks for and encodes it.
 func (h *Handler) listBody(ctx context.Context, req *resourcev1.ListRequest) (*listBody, string, error) {

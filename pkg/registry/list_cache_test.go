@@ -1,8 +1,11 @@
 package registry
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -352,4 +355,48 @@ func TestStreamListInPieces(t *testing.T) {
 	assert.Error(t, err)
 	assert.NotEqual(t, codes.Unknown, status.Code(err), "%v", err)
 	assert.Empty(t, stream.sent)
+}
+
+// With accept_gzip, a list larger than kube's threshold comes as one gzip stream in pieces of
+// about gzipChunk bytes, the first naming the encoding; a smaller one comes plain.
+func TestStreamListCompressed(t *testing.T) {
+	h, ctx := testCachedH, context.Background()
+	ns := newNamespace(t)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for i := range 100 {
+		data := make([]byte, 3<<10)
+		for j := range data {
+			data[j] = byte('a' + rnd.IntN(26)) // random, so the compressed list takes several pieces
+		}
+		create(t, cmResource, ns, configMap(fmt.Sprintf("c%03d", i), map[string]string{"v": string(data)}))
+	}
+	require.NoError(t, h.cache(cmResource).waitFresh(ctx, uint64(currentRevision(t)), 5*time.Second))
+	for _, enc := range []*resourcev1.Encoding{{}, {Accept: MediaProtobuf}} {
+		for _, pageSize := range []int64{0, 1} {
+			list := &resourcev1.ListRequest{Ref: ref(cmResource, ns, ""), Encoding: enc, PageSize: pageSize}
+			resp, err := h.List(ctx, list)
+			require.NoError(t, err)
+			stream := &listStream{ctx: ctx}
+			require.NoError(t, h.StreamList(&resourcev1.StreamListRequest{List: list, AcceptGzip: true}, stream))
+			first := stream.sent[0]
+			assert.Equal(t, resp.GetBody().GetContentType(), first.GetBody().GetContentType())
+			assert.Equal(t, resp.GetNextPageToken(), first.GetNextPageToken())
+			if pageSize == 1 {
+				assert.Empty(t, first.GetContentEncoding(), "one object is below the threshold")
+				assert.Equal(t, resp.GetBody().GetData(), stream.data())
+				continue
+			}
+			assert.Equal(t, "gzip", first.GetContentEncoding())
+			assert.Greater(t, len(stream.sent), 2, "%d compressed bytes in pieces of %d", len(stream.data()), gzipChunk)
+			for _, piece := range stream.sent[1:] {
+				assert.Empty(t, piece.GetContentEncoding())
+				assert.LessOrEqual(t, len(piece.GetBody().GetData()), gzipChunk+gzipChunk/4+64<<10)
+			}
+			zr, err := gzip.NewReader(bytes.NewReader(stream.data()))
+			require.NoError(t, err)
+			plain, err := io.ReadAll(zr)
+			require.NoError(t, err)
+			assert.Equal(t, resp.GetBody().GetData(), plain)
+		}
+	}
 }

@@ -98,7 +98,7 @@ func (p *GRPC) StreamList(req *resourcev1.StreamListRequest, out grpc.ServerStre
 	ctx, warns := withWarnings(out.Context())
 	list, err := routing.ChainError(routing.Invoke(outgoing(ctx, p.modes), p.rt, gv(req.GetList().GetRef()),
 		func(ctx context.Context, c grpc.ClientConnInterface) (*listStream, error) {
-			return openList(ctx, c, req.GetList())
+			return openList(ctx, c, req)
 		}))
 	if err != nil {
 		return err

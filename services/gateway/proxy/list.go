@@ -5,12 +5,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
-	"sync"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/gzipbody"
 	"github.com/apichain/apichain/pkg/rpcstatus"
-	"github.com/klauspost/compress/gzip"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -24,9 +22,9 @@ type listStream struct {
 }
 
 // openList asks c for a list in pieces, or whole (List) if c is from before StreamList.
-func openList(ctx context.Context, c grpc.ClientConnInterface, req *resourcev1.ListRequest) (*listStream, error) {
+func openList(ctx context.Context, c grpc.ClientConnInterface, req *resourcev1.StreamListRequest) (*listStream, error) {
 	rc := resourcev1.NewResourceServiceClient(c)
-	s, err := rc.StreamList(ctx, &resourcev1.StreamListRequest{List: req})
+	s, err := rc.StreamList(ctx, req)
 	if err == nil {
 		var first *resourcev1.StreamListResponse
 		if first, err = s.Recv(); err == nil {
@@ -38,7 +36,7 @@ func openList(ctx context.Context, c grpc.ClientConnInterface, req *resourcev1.L
 	if status.Code(err) != codes.Unimplemented || rpcstatus.IsNotServed(err) {
 		return nil, err
 	}
-	resp, err := rc.List(ctx, req)
+	resp, err := rc.List(ctx, req.GetList())
 	if err != nil {
 		return nil, err
 	}
@@ -58,26 +56,25 @@ func (l *listStream) next() (*resourcev1.StreamListResponse, error) {
 }
 
 // writeList writes the list's body as it comes, compressed as kube compresses a large answer
-// for a client that accepts gzip (client-go's transport asks for it). A backend failing after
-// the answer began cannot turn it into a Status any more: the response is cut off (the
-// connection closed, or the HTTP/2 stream reset), so the client sees a failed request, not a
-// shorter list.
+// for a client that accepts gzip (client-go's transport asks for it): by the backend, which
+// spares the hop the plain bytes, or here if the backend sent them plain (one from before
+// StreamListRequest.accept_gzip). A backend failing after the answer began cannot turn it
+// into a Status any more: the response is cut off (the connection closed, or the HTTP/2
+// stream reset), so the client sees a failed request, not a shorter list.
 func writeList(w http.ResponseWriter, r *http.Request, l *listStream) {
 	piece, _ := l.next()
 	h := w.Header()
 	h.Set("Content-Type", piece.GetBody().GetContentType())
 	var out io.Writer = w
-	if len(piece.GetBody().GetData()) > gzipThreshold && acceptsGzip(r) {
+	compressed := piece.GetContentEncoding() == "gzip"
+	if !compressed && len(piece.GetBody().GetData()) > gzipbody.Threshold && gzipbody.Accepts(r.Header.Get("Accept-Encoding")) {
+		gz := gzipbody.NewWriter(w)
+		defer gz.Close()
+		out, compressed = gz, true
+	}
+	if compressed {
 		h.Set("Content-Encoding", "gzip")
 		h.Add("Vary", "Accept-Encoding")
-		gz := gzipWriters.Get().(*gzip.Writer)
-		gz.Reset(w)
-		defer func() {
-			if gz.Close() == nil {
-				gzipWriters.Put(gz)
-			}
-		}()
-		out = gz
 	}
 	w.WriteHeader(http.StatusOK)
 	for {
@@ -91,24 +88,4 @@ func writeList(w http.ResponseWriter, r *http.Request, l *listStream) {
 			panic(http.ErrAbortHandler)
 		}
 	}
-}
-
-// gzipThreshold is kube's: an answer whose first write is larger is compressed, at kube's
-// level 1 (its APIResponseCompression, on by default).
-const gzipThreshold = 128 << 10
-
-var gzipWriters = sync.Pool{New: func() any {
-	gz, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
-	return gz
-}}
-
-// acceptsGzip reports whether the request's Accept-Encoding has the token gzip, as kube reads
-// it (a token with parameters, gzip;q=1, is not it).
-func acceptsGzip(r *http.Request) bool {
-	for token := range strings.SplitSeq(r.Header.Get("Accept-Encoding"), ",") {
-		if strings.TrimSpace(token) == "gzip" {
-			return true
-		}
-	}
-	return false
 }

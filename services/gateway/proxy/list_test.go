@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
+	"github.com/apichain/apichain/pkg/gzipbody"
 	"github.com/apichain/apichain/pkg/rpcstatus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,21 +33,26 @@ func (oldBackend) List(context.Context, *resourcev1.ListRequest) (*resourcev1.Li
 }
 
 // piecesBackend sends its pieces, then fails with err (if any); notServed refuses the list.
+// With encoding, the first piece names it (the pieces are then compressed bytes); acceptGzip
+// is what the last request asked.
 type piecesBackend struct {
 	resourcev1.UnimplementedResourceServiceServer
-	pieces    []string
-	err       error
-	notServed bool
+	pieces     []string
+	err        error
+	notServed  bool
+	encoding   string
+	acceptGzip bool
 }
 
 func (b *piecesBackend) StreamList(req *resourcev1.StreamListRequest, s grpc.ServerStreamingServer[resourcev1.StreamListResponse]) error {
 	if b.notServed {
 		return rpcstatus.NotServed("v1/configmaps")
 	}
+	b.acceptGzip = req.GetAcceptGzip()
 	for i, p := range b.pieces {
 		msg := &resourcev1.StreamListResponse{Body: &resourcev1.Body{Data: []byte(p)}}
 		if i == 0 {
-			msg.Body.ContentType = "application/json"
+			msg.Body.ContentType, msg.ContentEncoding = "application/json", b.encoding
 		}
 		if err := s.Send(msg); err != nil {
 			return err
@@ -93,7 +99,7 @@ func writtenFor(t *testing.T, l *listStream, acceptEncoding string) (rec *httpte
 
 func TestListInPieces(t *testing.T) {
 	ctx := context.Background()
-	req := &resourcev1.ListRequest{Ref: &resourcev1.ResourceRef{Version: "v1", Resource: "configmaps"}}
+	req := &resourcev1.StreamListRequest{List: &resourcev1.ListRequest{Ref: &resourcev1.ResourceRef{Version: "v1", Resource: "configmaps"}}}
 
 	l, err := openList(ctx, serve(t, &piecesBackend{pieces: []string{`{"items":[`, `1,`, `2]}`}}), req)
 	require.NoError(t, err)
@@ -128,8 +134,8 @@ func TestListInPieces(t *testing.T) {
 // compresses it; a smaller one, or for a client that does not, is not.
 func TestListCompressed(t *testing.T) {
 	ctx := context.Background()
-	req := &resourcev1.ListRequest{Ref: &resourcev1.ResourceRef{Version: "v1", Resource: "configmaps"}}
-	big := `{"items":[` + strings.Repeat(`"x",`, gzipThreshold/4) + `"y"]}`
+	req := &resourcev1.StreamListRequest{List: &resourcev1.ListRequest{Ref: &resourcev1.ResourceRef{Version: "v1", Resource: "configmaps"}}}
+	big := `{"items":[` + strings.Repeat(`"x",`, gzipbody.Threshold/4) + `"y"]}`
 	for _, c := range []struct {
 		body, acceptEncoding string
 		compressed           bool
@@ -159,4 +165,22 @@ func TestListCompressed(t *testing.T) {
 		}
 		assert.Equal(t, c.body, string(got), "Accept-Encoding %q", c.acceptEncoding)
 	}
+
+	// A backend that compressed the list itself (it was asked to): its bytes go out as they
+	// came, named gzip, and are not compressed again.
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	_, _ = io.WriteString(zw, big)
+	require.NoError(t, zw.Close())
+	z := zipped.String()
+	backend := &piecesBackend{pieces: []string{z[:len(z)/2], z[len(z)/2:]}, encoding: "gzip"}
+	gzReq := &resourcev1.StreamListRequest{List: req.GetList(), AcceptGzip: true}
+	l, err := openList(ctx, serve(t, backend), gzReq)
+	require.NoError(t, err)
+	assert.True(t, backend.acceptGzip, "the request's accept_gzip reaches the backend")
+	rec, aborted := writtenFor(t, l, "gzip")
+	require.False(t, aborted)
+	assert.Equal(t, "gzip", rec.Header().Get("Content-Encoding"))
+	assert.Equal(t, "Accept-Encoding", rec.Header().Get("Vary"))
+	assert.Equal(t, z, rec.Body.String())
 }

@@ -18,6 +18,7 @@ import (
 
 	resourcev1 "github.com/apichain/apichain/gen/apichain/resource/v1"
 	"github.com/apichain/apichain/pkg/discovery"
+	"github.com/apichain/apichain/pkg/gzipbody"
 	"github.com/apichain/apichain/pkg/requestinfo"
 	"github.com/apichain/apichain/pkg/routing"
 	"github.com/apichain/apichain/pkg/rpcstatus"
@@ -167,7 +168,10 @@ func (p *REST) ServeResource(w http.ResponseWriter, r *http.Request, info *reque
 		out = resp.GetBody()
 	case "list":
 		limit, _ := strconv.ParseInt(q.Get("limit"), 10, 64)
-		req := &resourcev1.ListRequest{Ref: ref, Encoding: enc, Options: listOptions(r), PageSize: limit, PageToken: q.Get("continue")}
+		req := &resourcev1.StreamListRequest{
+			List:       &resourcev1.ListRequest{Ref: ref, Encoding: enc, Options: listOptions(r), PageSize: limit, PageToken: q.Get("continue")},
+			AcceptGzip: gzipbody.Accepts(r.Header.Get("Accept-Encoding")),
+		}
 		var list *listStream
 		list, err = routing.Invoke(ctx, p.rt, gv, func(ctx context.Context, c grpc.ClientConnInterface) (*listStream, error) {
 			return openList(ctx, c, req)

@@ -261,8 +261,12 @@ func (x *ListResponse) GetNextPageToken() string {
 
 // StreamListRequest selects objects of a collection, as List's request.
 type StreamListRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	List          *ListRequest           `protobuf:"bytes,1,opt,name=list,proto3" json:"list,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	List  *ListRequest           `protobuf:"bytes,1,opt,name=list,proto3" json:"list,omitempty"`
+	// accept_gzip: the HTTP client accepts a gzip-compressed body, so the backend compresses a
+	// large list as kube-apiserver would answer it (its first write over 128 KiB), and the
+	// pieces carry the compressed bytes; a backend from before this field sends the list plain.
+	AcceptGzip    bool `protobuf:"varint,2,opt,name=accept_gzip,json=acceptGzip,proto3" json:"accept_gzip,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -304,14 +308,22 @@ func (x *StreamListRequest) GetList() *ListRequest {
 	return nil
 }
 
-// StreamListResponse is a piece of the encoded list: the first has the body's content type
-// and the next page token.
+func (x *StreamListRequest) GetAcceptGzip() bool {
+	if x != nil {
+		return x.AcceptGzip
+	}
+	return false
+}
+
+// StreamListResponse is a piece of the encoded list: the first has the body's content type,
+// the next page token and the content encoding ("gzip": the pieces are one gzip stream).
 type StreamListResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Body          *Body                  `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"`
-	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Body            *Body                  `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"`
+	NextPageToken   string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	ContentEncoding string                 `protobuf:"bytes,3,opt,name=content_encoding,json=contentEncoding,proto3" json:"content_encoding,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *StreamListResponse) Reset() {
@@ -354,6 +366,13 @@ func (x *StreamListResponse) GetBody() *Body {
 func (x *StreamListResponse) GetNextPageToken() string {
 	if x != nil {
 		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *StreamListResponse) GetContentEncoding() string {
+	if x != nil {
+		return x.ContentEncoding
 	}
 	return ""
 }
@@ -1149,12 +1168,15 @@ const file_apichain_resource_v1_resource_proto_rawDesc = "" +
 	"page_token\x18\x05 \x01(\tR\tpageToken\"f\n" +
 	"\fListResponse\x12.\n" +
 	"\x04body\x18\x01 \x01(\v2\x1a.apichain.resource.v1.BodyR\x04body\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"J\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"k\n" +
 	"\x11StreamListRequest\x125\n" +
-	"\x04list\x18\x01 \x01(\v2!.apichain.resource.v1.ListRequestR\x04list\"l\n" +
+	"\x04list\x18\x01 \x01(\v2!.apichain.resource.v1.ListRequestR\x04list\x12\x1f\n" +
+	"\vaccept_gzip\x18\x02 \x01(\bR\n" +
+	"acceptGzip\"\x97\x01\n" +
 	"\x12StreamListResponse\x12.\n" +
 	"\x04body\x18\x01 \x01(\v2\x1a.apichain.resource.v1.BodyR\x04body\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xc9\x02\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12)\n" +
+	"\x10content_encoding\x18\x03 \x01(\tR\x0fcontentEncoding\"\xc9\x02\n" +
 	"\fWatchRequest\x123\n" +
 	"\x03ref\x18\x01 \x01(\v2!.apichain.resource.v1.ResourceRefR\x03ref\x12:\n" +
 	"\bencoding\x18\x02 \x01(\v2\x1e.apichain.resource.v1.EncodingR\bencoding\x12;\n" +
