@@ -277,7 +277,8 @@ const listChunk = 256 << 10
 
 // StreamList reads a collection as List does and sends its body in pieces as it is put
 // together: a large list is never whole in memory, in the backend or in the gateway, and the
-// gateway writes its first bytes while the rest is being encoded.
+// gateway writes its first bytes while the rest is being encoded. With accept_gzip, a list
+// over kube's threshold is compressed here, as one gzip stream across the pieces.
 func (h *Handler) StreamList(req *resourcev1.StreamListRequest, stream grpc.ServerStreamingServer[resourcev1.StreamListResponse]) error {
 	body, cont, err := h.listBody(stream.Context(), req.GetList())
 	if err != nil {
@@ -293,13 +294,13 @@ func (h *Handler) StreamList(req *resourcev1.StreamListRequest, stream grpc.Serv
 		return stream.Send(msg)
 	}
 	if !req.GetAcceptGzip() {
-		return body.write(listChunk, send)
+		return body.write(listChunk, false, send)
 	}
 	var gz *gzipPieces
-	err = body.write(listChunk, func(data []byte) error {
+	err = body.write(listChunk, true, func(data []byte) error { // the compressor copies what it takes
 		if gz == nil {
 			if len(data) <= gzipbody.Threshold {
-				return send(data) // the whole list: pieces are at least listChunk
+				return send(data) // the whole list (a first piece is at least listChunk): the last send
 			}
 			first.ContentEncoding = "gzip"
 			gz = newGzipPieces(send)
@@ -508,8 +509,9 @@ func (b *listBody) sizeHint() int {
 }
 
 // write hands the body to send in pieces of about chunk bytes (at least one piece). A piece
-// is not changed after send returns, so send may keep it.
-func (b *listBody) write(chunk int, send func([]byte) error) error {
+// is not changed after send returns, so send may keep it, unless reuse: then send is done
+// with a piece when it returns, and one buffer serves them all.
+func (b *listBody) write(chunk int, reuse bool, send func([]byte) error) error {
 	head := b.head
 	for len(head) > chunk { // a list encoded whole
 		if err := send(head[:chunk]); err != nil {
@@ -523,7 +525,11 @@ func (b *listBody) write(chunk int, send func([]byte) error) error {
 			if err := send(buf); err != nil {
 				return err
 			}
-			buf = make([]byte, 0, chunk+chunk/4)
+			if reuse {
+				buf = buf[:0]
+			} else {
+				buf = make([]byte, 0, chunk+chunk/4)
+			}
 		}
 		var err error
 		if buf, err = b.appendItem(buf, i); err != nil {

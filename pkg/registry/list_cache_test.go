@@ -297,7 +297,7 @@ func bodyBytes(t *testing.T, b *listBody) []byte {
 // pieces is the body written in pieces of chunk bytes, put together again.
 func pieces(t *testing.T, b *listBody, chunk int) []byte {
 	var out []byte
-	require.NoError(t, b.write(chunk, func(data []byte) error {
+	require.NoError(t, b.write(chunk, false, func(data []byte) error {
 		out = append(out, data...)
 		return nil
 	}))
