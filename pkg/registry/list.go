@@ -72,12 +72,14 @@ func fieldSet(r *Resource, obj runtime.Object) fields.Set {
 	return set
 }
 
+// matches reports whether obj is selected; the object's field set is made only for a field
+// selector (a list without one does not build a map per object).
 func (s selector) matches(r *Resource, obj runtime.Object) bool {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return false
 	}
-	return s.labels.Matches(labels.Set(acc.GetLabels())) && s.fields.Matches(fieldSet(r, obj))
+	return s.labels.Matches(labels.Set(acc.GetLabels())) && (s.fields.Empty() || s.fields.Matches(fieldSet(r, obj)))
 }
 
 // continueToken is kube's continue token shape: the list's revision and the key to resume after.
