@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
@@ -264,4 +265,23 @@ func TestNotServedResources(t *testing.T) {
 		_, err := r.Get(ctx, &resourcev1.GetRequest{})
 		assert.True(t, rpcstatus.IsNotServed(err))
 	})
+}
+
+// A packed document reads back as it was, and documents are answered unpacked.
+func TestOpenAPIPacked(t *testing.T) {
+	v3 := []byte(`{"openapi":"3.0.0","paths":{"/api/v1/configmaps":{}}}`)
+	d := &openAPIDocs{v3: map[string]packed{"/openapi/v3/api/v1": pack(v3)}, v2: pack([]byte(`{"swagger":"2.0"}`)),
+		v2Proto: pack([]byte{1, 2, 3}), v2Hash: "h"}
+	doc, ok := d.document("/openapi/v3/api/v1", "application/json", "")
+	require.True(t, ok)
+	assert.Equal(t, v3, doc.GetData())
+	doc, ok = d.document("/openapi/v2", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf", "")
+	require.True(t, ok)
+	assert.Equal(t, []byte{1, 2, 3}, doc.GetData())
+	doc, ok = d.document("/openapi/v2", "application/json", "")
+	require.True(t, ok)
+	assert.JSONEq(t, `{"swagger":"2.0"}`, string(doc.GetData()))
+	big := bytes.Repeat([]byte(`{"type":"object","properties":{}},`), 10000)
+	assert.Less(t, len(pack(big)), len(big)/10)
+	assert.Equal(t, big, pack(big).unpack())
 }

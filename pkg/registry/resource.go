@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	discoveryv1 "github.com/apichain/apichain/gen/apichain/discovery/v1"
 	"github.com/apichain/apichain/pkg/openapi"
@@ -317,10 +316,6 @@ type Set struct {
 	// prefixes are the stored resources' key prefixes (resourcePrefix) and the resource each
 	// keeps there.
 	prefixes map[string]schema.GroupResource
-
-	v2Once sync.Once
-	v2     []byte
-	v2Err  error
 }
 
 // NewSet indexes resources; discovery lists group/versions in the order first seen.
@@ -372,9 +367,7 @@ func (s *Set) OpenAPIKinds() []openapi.Kind {
 	return out
 }
 
-// OpenAPIV2 is the set's swagger 2.0 document, built once: the backend serves it and the
-// field managers are typed by it.
-func (s *Set) OpenAPIV2() ([]byte, error) {
-	s.v2Once.Do(func() { s.v2, s.v2Err = openapi.V2(s.OpenAPIKinds()) })
-	return s.v2, s.v2Err
-}
+// OpenAPIV2 is the set's swagger 2.0 document, built anew by each call (a backend's OpenAPI
+// documents, which keep it packed, and the admission policy status controller, for its type
+// checker, each ask once).
+func (s *Set) OpenAPIV2() ([]byte, error) { return openapi.V2(s.OpenAPIKinds()) }
