@@ -16,7 +16,8 @@ import (
 // has is cut off (the connection closed, or the HTTP/2 stream reset), since a status can no
 // longer be sent. The handler's answer is written through as it comes, not held: a list's
 // megabytes are not copied once more. Its late writes fail. A panic in the handler is
-// re-raised on the request's goroutine so panic recovery still sees it.
+// re-raised on the request's goroutine so panic recovery still sees it. The handler runs on
+// one of timeoutWorkers' goroutines.
 func WithTimeout(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A gRPC call is left to the gRPC server, which ends it at its deadline with
@@ -28,7 +29,7 @@ func WithTimeout(next http.Handler) http.Handler {
 		tw := &timeoutWriter{w: w, h: make(http.Header)}
 		done := make(chan struct{})
 		panicked := make(chan any, 1)
-		go func() {
+		timeoutWorkers.Go(func() {
 			defer func() {
 				if p := recover(); p != nil {
 					if err, ok := p.(error); ok && errors.Is(err, http.ErrAbortHandler) {
@@ -41,7 +42,7 @@ func WithTimeout(next http.Handler) http.Handler {
 				close(done)
 			}()
 			next.ServeHTTP(tw, r)
-		}()
+		})
 		select {
 		case p := <-panicked:
 			panic(p)
