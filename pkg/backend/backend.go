@@ -243,8 +243,11 @@ func (b *Backend) InstallRegistry(scheme *registry.Scheme, set *registry.Set) (*
 	})
 }
 
-// streamWorkers is how many goroutines take the backend's gRPC requests one after another.
-const streamWorkers = 16
+// streamWorkers is how many goroutines take the backend's gRPC requests one after another. A
+// watch holds one for as long as it lasts, so there are more than the requests in flight at
+// once: with 16, the all-in-one's watches left too few for 16 clients' gets, which went to
+// fresh goroutines (stack growth was then a twentieth of its CPU under gets).
+const streamWorkers = 64
 
 // Store is the backend's storage in etcd. It touches only the keys of the kinds the
 // backend's ResourceService stores (a registry.Handler's, as they change) and those claimed
