@@ -150,6 +150,7 @@ func (p *Process) Run(ctx context.Context, targets ...string) error {
 	initFailed := make(chan error, len(order))
 	// Until every module has started, and each server holds it itself until it is ready.
 	releaseGC := server.HoldStartupGC()
+	server.ReleaseInitGC() // held since package initialisation; the process holds it now
 	var inits sync.WaitGroup
 	for _, name := range order {
 		r := mods[name]

@@ -48,6 +48,20 @@ func TestStartupGCHoldsNest(t *testing.T) {
 	assert.Equal(t, 75, percent())
 }
 
+// The hold package initialisation took (as init sets it up) lasts until the process's own
+// hold is taken and the initialisation's released; the percent then returns to the one from
+// before initialisation.
+func TestStartupGCInitHold(t *testing.T) {
+	g, percent := fakeGC(startupGCPercent) // startgc's init relaxed it from 75
+	g.n, g.prev = 1, 75
+	releaseInit := g.releaser()
+	process := g.hold()
+	releaseInit()
+	assert.Equal(t, startupGCPercent, percent(), "the process holds it")
+	process()
+	assert.Equal(t, 75, percent())
+}
+
 func TestStartupGCLeavesGOGCAlone(t *testing.T) {
 	percent := useFakeGC(t, 50, "50")
 	HoldStartupGC()()
