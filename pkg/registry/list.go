@@ -320,9 +320,9 @@ func (h *Handler) StreamList(req *resourcev1.StreamListRequest, stream grpc.Serv
 // hop to the gateway carries the compressed bytes (a twentieth to a thirtieth of a list of
 // ConfigMaps) rather than the list.
 type gzipPieces struct {
-	gz   gzipbody.Writer
-	buf  []byte
-	send func([]byte) error
+	gzipbody.Writer // takes the list's plain pieces
+	buf             []byte
+	send            func([]byte) error
 }
 
 // gzipChunk is about how many compressed bytes each StreamList message carries: a smaller
@@ -331,11 +331,9 @@ const gzipChunk = 64 << 10
 
 func newGzipPieces(send func([]byte) error) *gzipPieces {
 	g := &gzipPieces{send: send}
-	g.gz = gzipbody.NewWriter(writerFunc(g.collect))
+	g.Writer = gzipbody.NewWriter(writerFunc(g.collect))
 	return g
 }
-
-func (g *gzipPieces) Write(p []byte) (int, error) { return g.gz.Write(p) }
 
 // collect takes the compressor's output, sending a piece once one is full.
 func (g *gzipPieces) collect(p []byte) (int, error) {
@@ -355,7 +353,7 @@ func (g *gzipPieces) collect(p []byte) (int, error) {
 
 // Close ends the stream and sends what is left of it.
 func (g *gzipPieces) Close() error {
-	if err := g.gz.Close(); err != nil {
+	if err := g.Writer.Close(); err != nil {
 		return err
 	}
 	if len(g.buf) == 0 {
