@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/apichain/apichain/pkg/storage"
 	"github.com/google/btree"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -610,4 +612,35 @@ func (h *Handler) cache(r *Resource) *watchCache {
 		go c.run(ctx)
 	}
 	return c
+}
+
+// cachedObject returns a copy of the object at key in r's watch cache and its version, when
+// the cache is running (it is not started for this) and holds it.
+func (h *Handler) cachedObject(r *Resource, key string) (runtime.Object, int64, bool) {
+	cs := h.caches.Load()
+	if cs == nil {
+		return nil, 0, false
+	}
+	cs.mu.Lock()
+	c := cs.m[r]
+	cs.mu.Unlock()
+	if c == nil {
+		return nil, 0, false
+	}
+	c.mu.Lock()
+	e, ok := c.objects.Get(cacheEntry{key: key})
+	ok = ok && c.ready
+	c.mu.Unlock()
+	if !ok {
+		return nil, 0, false
+	}
+	acc, err := meta.Accessor(e.obj)
+	if err != nil {
+		return nil, 0, false
+	}
+	rev, err := strconv.ParseInt(acc.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return nil, 0, false
+	}
+	return e.obj.DeepCopyObject(), rev, true
 }

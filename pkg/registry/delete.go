@@ -97,6 +97,10 @@ func (h *Handler) Delete(ctx context.Context, req *resourcev1.DeleteRequest) (*r
 	return &resourcev1.DeleteResponse{Body: body, Code: code}, nil
 }
 
+// delete deletes the object at ref, or marks it for deletion. As update, the first attempt
+// starts from the watch cache's copy when there is one (kube's delete reads etcd, then deletes
+// conditionally on its cache's copy: here the copy saves the read too); whatever is decided on
+// it and is not a write etcd took is decided again on etcd's object.
 func (h *Handler) delete(ctx context.Context, r *Resource, ref *resourcev1.ResourceRef, opts *metav1.DeleteOptions, dryRun bool) (runtime.Object, bool, error) {
 	// The options are this object's: a graceful deletion fills in its grace period (kube's
 	// DeleteCollection copies them for each object too).
@@ -114,88 +118,95 @@ func (h *Handler) delete(ctx context.Context, r *Resource, ref *resourcev1.Resou
 	if _, err := h.admit(ctx, h.attributes(ctx, r, admission.Delete, "", nil, nil, ref.GetNamespace(), ref.GetName(), dryRun, opts)); err != nil {
 		return nil, false, err
 	}
-	pre := opts.Preconditions
+	st, err := h.readState(ctx, r, ref, !dryRun)
 	for attempt := 0; ; attempt++ {
-		kv, _, err := h.store.Get(ctx, key(r, ref.GetNamespace(), ref.GetName()), 0)
 		if err != nil {
-			return nil, false, storeError(err, r.GroupResource(), ref.GetName())
-		}
-		current, err := h.decodeStored(r, kv.Value, kv.ModRevision)
-		if err != nil {
-			return nil, false, asStatus(err)
-		}
-		acc, _ := meta.Accessor(current)
-		if pre != nil {
-			if pre.UID != nil && *pre.UID != acc.GetUID() {
-				return nil, false, apierrors.NewConflict(r.GroupResource(), ref.GetName(),
-					fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *pre.UID, acc.GetUID()))
-			}
-			if pre.ResourceVersion != nil && *pre.ResourceVersion != acc.GetResourceVersion() {
-				return nil, false, apierrors.NewConflict(r.GroupResource(), ref.GetName(),
-					fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *pre.ResourceVersion, acc.GetResourceVersion()))
-			}
-		}
-		if err := h.validateAdmission(ctx, h.attributes(ctx, r, admission.Delete, "", nil, current.DeepCopyObject(), ref.GetNamespace(), ref.GetName(), dryRun, opts)); err != nil {
 			return nil, false, err
 		}
-		graceful, alreadyGraceful := h.beforeDelete(r, current, acc, opts)
-		if alreadyGraceful {
-			return current, false, nil // kube: the deletion under way goes on as it was
+		obj, deleted, retry, err := h.tryDelete(ctx, r, ref, opts, dryRun, st, attempt)
+		if !retry {
+			return obj, deleted, err
 		}
-		// Orphan and Foreground propagation hold the owner with a finalizer the garbage
-		// collector removes once the dependents are orphaned or gone (kube's semantics).
-		if f := propagationFinalizer(opts); f != "" && acc.GetDeletionTimestamp() == nil && !hasString(acc.GetFinalizers(), f) {
-			acc.SetFinalizers(append(acc.GetFinalizers(), f))
+		if st, err = h.recheck(ctx, r, ref, st, err); st == nil {
+			return nil, false, err
 		}
-		pending := pendingDeletion(r, current)
-		if dryRun {
-			return current, !pending && ptr.Deref(acc.GetDeletionGracePeriodSeconds(), 0) == 0, nil
-		}
-		var write bool
-		switch {
-		case graceful: // marked by beforeDelete
-			write = true
-		case pending && acc.GetDeletionTimestamp() != nil:
-			return current, false, nil // already being deleted
-		case pending:
-			now := metav1.NewTime(h.now())
-			zero := int64(0)
-			acc.SetDeletionTimestamp(&now)
-			acc.SetDeletionGracePeriodSeconds(&zero)
-			if r.OnDeletionStart != nil {
-				r.OnDeletionStart(current)
-			}
-			if r.HasSpec && !r.NoGeneration { // kube bumps generation when deletion starts
-				acc.SetGeneration(acc.GetGeneration() + 1)
-			}
-			write = true
-		}
-		rev := kv.ModRevision
-		if write {
-			data, err := h.encodeStored(r, current)
-			if err != nil {
-				return nil, false, unknownError(err)
-			}
-			rev, err = h.store.Update(ctx, kv.Key, data, kv.ModRevision)
-			if err == storage.ErrConflict && attempt < 10 {
-				continue
-			}
-			if err != nil {
-				return nil, false, storeError(err, r.GroupResource(), ref.GetName())
-			}
-			acc.SetResourceVersion(strconv.FormatInt(rev, 10))
-			// As kube: a graceful deletion with no grace left (a pod that never ran) is
-			// written marked, then deleted, so watchers see both.
-			if pending || ptr.Deref(acc.GetDeletionGracePeriodSeconds(), 0) > 0 {
-				return current, false, nil
-			}
-		}
-		obj, err := h.finalDelete(ctx, r, ref, current, rev)
-		if apierrors.IsConflict(err) && attempt < 10 {
-			continue
-		}
-		return obj, err == nil, err
 	}
+}
+
+// tryDelete is one attempt of delete, from st; retry as tryUpdate's.
+func (h *Handler) tryDelete(ctx context.Context, r *Resource, ref *resourcev1.ResourceRef, opts *metav1.DeleteOptions, dryRun bool, st *objectState, attempt int) (obj runtime.Object, deleted, retry bool, err error) {
+	current := st.obj
+	acc, _ := meta.Accessor(current)
+	if pre := opts.Preconditions; pre != nil {
+		if pre.UID != nil && *pre.UID != acc.GetUID() {
+			return nil, false, st.cached, apierrors.NewConflict(r.GroupResource(), ref.GetName(),
+				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *pre.UID, acc.GetUID()))
+		}
+		if pre.ResourceVersion != nil && *pre.ResourceVersion != acc.GetResourceVersion() {
+			return nil, false, st.cached, apierrors.NewConflict(r.GroupResource(), ref.GetName(),
+				fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *pre.ResourceVersion, acc.GetResourceVersion()))
+		}
+	}
+	if err := h.validateAdmission(ctx, h.attributes(ctx, r, admission.Delete, "", nil, current.DeepCopyObject(), ref.GetNamespace(), ref.GetName(), dryRun, opts)); err != nil {
+		return nil, false, st.cached, err
+	}
+	graceful, alreadyGraceful := h.beforeDelete(r, current, acc, opts)
+	if alreadyGraceful {
+		return current, false, st.cached, nil // kube: the deletion under way goes on as it was
+	}
+	// Orphan and Foreground propagation hold the owner with a finalizer the garbage
+	// collector removes once the dependents are orphaned or gone (kube's semantics).
+	if f := propagationFinalizer(opts); f != "" && acc.GetDeletionTimestamp() == nil && !hasString(acc.GetFinalizers(), f) {
+		acc.SetFinalizers(append(acc.GetFinalizers(), f))
+	}
+	pending := pendingDeletion(r, current)
+	if dryRun {
+		return current, !pending && ptr.Deref(acc.GetDeletionGracePeriodSeconds(), 0) == 0, false, nil
+	}
+	var write bool
+	switch {
+	case graceful: // marked by beforeDelete
+		write = true
+	case pending && acc.GetDeletionTimestamp() != nil:
+		return current, false, st.cached, nil // already being deleted
+	case pending:
+		now := metav1.NewTime(h.now())
+		zero := int64(0)
+		acc.SetDeletionTimestamp(&now)
+		acc.SetDeletionGracePeriodSeconds(&zero)
+		if r.OnDeletionStart != nil {
+			r.OnDeletionStart(current)
+		}
+		if r.HasSpec && !r.NoGeneration { // kube bumps generation when deletion starts
+			acc.SetGeneration(acc.GetGeneration() + 1)
+		}
+		write = true
+	}
+	rev := st.rev
+	if write {
+		data, err := h.encodeStored(r, current)
+		if err != nil {
+			return nil, false, false, unknownError(err)
+		}
+		rev, err = h.store.Update(ctx, st.key, data, st.rev)
+		if err == storage.ErrConflict && (st.cached || attempt < 10) {
+			return nil, false, true, err
+		}
+		if err != nil {
+			return nil, false, false, storeError(err, r.GroupResource(), ref.GetName())
+		}
+		acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+		// As kube: a graceful deletion with no grace left (a pod that never ran) is
+		// written marked, then deleted, so watchers see both.
+		if pending || ptr.Deref(acc.GetDeletionGracePeriodSeconds(), 0) > 0 {
+			return current, false, false, nil
+		}
+	}
+	obj, err = h.finalDelete(ctx, r, ref, current, rev)
+	if apierrors.IsConflict(err) && (st.cached || attempt < 10) {
+		return nil, false, true, err
+	}
+	return obj, err == nil, false, err
 }
 
 // beforeDelete is kube's rest.BeforeDelete for r's graceful deletion: for an object not yet

@@ -318,115 +318,194 @@ func (h *Handler) encodeUnlessOnlyTimes(r *Resource, next, current runtime.Objec
 	return data, nil
 }
 
+// objectState is the object an attempt of an update or a delete starts from.
+type objectState struct {
+	key string
+	obj runtime.Object // the attempt's own copy
+	rev int64
+	// stored is the object's stored form, unencrypted (nil until storedForm for a cache's
+	// copy); stale: etcd keeps it encrypted otherwise than it would be written now.
+	stored []byte
+	stale  bool
+	// cached: the watch cache's copy, which may be behind etcd: only a write conditional on
+	// its version confirms it.
+	cached bool
+}
+
+// readState reads the object at ref from etcd, or from r's watch cache when fromCache and
+// the cache is running and holds it.
+func (h *Handler) readState(ctx context.Context, r *Resource, ref *resourcev1.ResourceRef, fromCache bool) (*objectState, error) {
+	k := key(r, ref.GetNamespace(), ref.GetName())
+	if fromCache {
+		if obj, rev, ok := h.cachedObject(r, k); ok {
+			return &objectState{key: k, obj: obj, rev: rev, cached: true}, nil
+		}
+	}
+	kv, _, err := h.store.Get(ctx, k, 0)
+	if err != nil {
+		return nil, storeError(err, r.GroupResource(), ref.GetName())
+	}
+	obj, err := h.decodeStored(r, kv.Value, kv.ModRevision)
+	if err != nil {
+		return nil, asStatus(err)
+	}
+	return &objectState{key: k, obj: obj, rev: kv.ModRevision, stored: kv.Value, stale: kv.Stale}, nil
+}
+
+// recheck reads etcd's object for another attempt after one from st whose outcome was not
+// the answer. An error decided on a cache's copy stands (nil state) when etcd holds that
+// copy's version, as kube's GuaranteedUpdate returns it when its cached object was current.
+func (h *Handler) recheck(ctx context.Context, r *Resource, ref *resourcev1.ResourceRef, st *objectState, err error) (*objectState, error) {
+	cur, rerr := h.readState(ctx, r, ref, false)
+	switch {
+	case rerr != nil:
+		return nil, rerr
+	case st.cached && err != nil && cur.rev == st.rev:
+		return nil, err
+	}
+	return cur, nil
+}
+
+// storedForm is st's object as etcd keeps it, unencrypted: for a cache's copy, encoded again
+// (as kube's getStateFromObject does for its cached object).
+func (h *Handler) storedForm(r *Resource, st *objectState) ([]byte, error) {
+	if st.stored == nil {
+		data, err := h.encodeStored(r, st.obj)
+		if err != nil {
+			return nil, err
+		}
+		st.stored = data
+	}
+	return st.stored, nil
+}
+
 // update applies change to the current object and writes it with optimistic concurrency. A
 // change whose result names no resourceVersion is retried on conflict (kube's unconditional
 // update); one that names a stale version is a 409.
+//
+// As kube's GuaranteedUpdate starts from its watch cache's copy (cachedExistingObject), the
+// first attempt starts from the cache's object when it has one: no read of etcd, and the write
+// is conditional on that copy's version. What is decided on a copy that may be behind and is
+// not a write etcd took is decided again on etcd's object (an error stands if etcd holds the
+// copy's version). A dry run reads etcd, as kube's.
 func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.ResourceRef, dryRun bool, change func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
+	st, err := h.readState(ctx, r, ref, !dryRun)
 	for attempt := 0; ; attempt++ {
-		kv, _, err := h.store.Get(ctx, key(r, ref.GetNamespace(), ref.GetName()), 0)
-		if err != nil {
-			return nil, storeError(err, r.GroupResource(), ref.GetName())
-		}
-		current, err := h.decodeStored(r, kv.Value, kv.ModRevision)
-		if err != nil {
-			return nil, asStatus(err)
-		}
-		changed, err := change(current.DeepCopyObject())
 		if err != nil {
 			return nil, err
 		}
-		if _, scale := changed.(*autoscalingv1.Scale); r.Default != nil && !scale {
-			r.Default(changed)
-		}
-		if changed, err = h.admit(ctx, h.updateAttributes(ctx, r, ref, changed, current, dryRun)); err != nil {
-			return nil, err
-		}
-		next, requestedRV, err := h.merge(r, ref, current, changed)
-		if err != nil {
-			return nil, err
-		}
-		switch sub := ref.GetSubresource(); {
-		case isApplied(ctx) && sub == "status": // the apply's field ownership, with the status it set
-			if cacc, err := meta.Accessor(changed); err == nil {
-				nacc, _ := meta.Accessor(next)
-				nacc.SetManagedFields(cacc.GetManagedFields())
-			}
-		case !isApplied(ctx) && (sub == "" || sub == "status"):
-			next = h.managers().track(r, sub, current, next, managerFrom(ctx))
-		case sub == "scale":
-			if sc, ok := changed.(*autoscalingv1.Scale); ok {
-				h.scaleOwnership(r, current, next, sc, managerFrom(ctx), isApplied(ctx))
-			}
-		}
-		currentRV := strconv.FormatInt(kv.ModRevision, 10)
-		if requestedRV != "" && requestedRV != currentRV {
-			return nil, storeError(storage.ErrConflict, r.GroupResource(), ref.GetName())
-		}
-		acc, _ := meta.Accessor(next)
-		acc.SetResourceVersion(currentRV) // unconditional: the write is still conditional on it
-		oldAcc, _ := meta.Accessor(current)
-		if r.AuthorizeWrite != nil {
-			if err := r.AuthorizeWrite(ctx, next, current); err != nil {
-				return nil, err
-			}
-		}
-		undo := func() {}
-		if r.Allocate != nil {
-			if undo, err = r.Allocate(ctx, next, current, dryRun); err != nil {
-				return nil, allocationError(r, ref.GetName(), err)
-			}
-		}
-		if errs := h.validateUpdate(r, acc, oldAcc, next, current); len(errs) > 0 {
-			undo()
-			return nil, apierrors.NewInvalid(r.GroupVersion.WithKind(r.Kind).GroupKind(), ref.GetName(), errs)
-		}
-		if err := h.validateAdmission(ctx, h.updateAttributes(ctx, r, ref, next, current, dryRun)); err != nil {
-			undo()
-			return nil, err
-		}
-		if dryRun {
-			undo()
-			return next, nil
-		}
-		// The last finalizer gone from an object being deleted: it goes away now, unless it
-		// has grace left (a pod being deleted gracefully waits for its grace-0 delete).
-		if acc.GetDeletionTimestamp() != nil && !pendingDeletion(r, next) && ptr.Deref(oldAcc.GetDeletionGracePeriodSeconds(), 0) == 0 {
-			undo()
-			obj, err := h.finalDelete(ctx, r, ref, next, kv.ModRevision)
-			if apierrors.IsConflict(err) && attempt < 10 {
-				continue
-			}
+		obj, retry, err := h.tryUpdate(ctx, r, ref, dryRun, change, st, attempt)
+		if !retry {
 			return obj, err
 		}
-		data, err := h.encodeUnlessOnlyTimes(r, next, current, kv.Value)
-		if err != nil {
-			undo()
-			return nil, unknownError(err)
+		if st, err = h.recheck(ctx, r, ref, st, err); st == nil {
+			return nil, err
 		}
-		// An update that changes nothing is not written, as in kube: the resourceVersion
-		// stays, watchers see nothing, and kubectl reports "(no change)". Unless etcd keeps
-		// it encrypted otherwise than it would be now: then it is written again, which is
-		// how every Secret moves to a new key (kube's rotation: replace them all).
-		if bytes.Equal(data, kv.Value) && !kv.Stale {
-			undo()
-			return current, nil
-		}
-		rev, err := h.store.Update(ctx, kv.Key, data, kv.ModRevision)
-		if err != nil {
-			undo()
-		}
-		if err == storage.ErrConflict && requestedRV == "" && attempt < 10 {
-			continue
-		}
-		if err != nil {
-			return nil, storeError(err, r.GroupResource(), ref.GetName())
-		}
-		if r.Release != nil {
-			r.Release(ctx, next, current)
-		}
-		acc.SetResourceVersion(strconv.FormatInt(rev, 10))
-		return readBack(r, next), nil
 	}
+}
+
+// tryUpdate is one attempt of update, from st. retry: the attempt's outcome is not the answer
+// (a conflict to retry, or st is a cache's copy and no write confirmed it).
+func (h *Handler) tryUpdate(ctx context.Context, r *Resource, ref *resourcev1.ResourceRef, dryRun bool, change func(current runtime.Object) (runtime.Object, error), st *objectState, attempt int) (runtime.Object, bool, error) {
+	current := st.obj
+	changed, err := change(current.DeepCopyObject())
+	if err != nil {
+		return nil, st.cached, err
+	}
+	if _, scale := changed.(*autoscalingv1.Scale); r.Default != nil && !scale {
+		r.Default(changed)
+	}
+	if changed, err = h.admit(ctx, h.updateAttributes(ctx, r, ref, changed, current, dryRun)); err != nil {
+		return nil, st.cached, err
+	}
+	next, requestedRV, err := h.merge(r, ref, current, changed)
+	if err != nil {
+		return nil, st.cached, err
+	}
+	switch sub := ref.GetSubresource(); {
+	case isApplied(ctx) && sub == "status": // the apply's field ownership, with the status it set
+		if cacc, err := meta.Accessor(changed); err == nil {
+			nacc, _ := meta.Accessor(next)
+			nacc.SetManagedFields(cacc.GetManagedFields())
+		}
+	case !isApplied(ctx) && (sub == "" || sub == "status"):
+		next = h.managers().track(r, sub, current, next, managerFrom(ctx))
+	case sub == "scale":
+		if sc, ok := changed.(*autoscalingv1.Scale); ok {
+			h.scaleOwnership(r, current, next, sc, managerFrom(ctx), isApplied(ctx))
+		}
+	}
+	currentRV := strconv.FormatInt(st.rev, 10)
+	if requestedRV != "" && requestedRV != currentRV {
+		return nil, st.cached, storeError(storage.ErrConflict, r.GroupResource(), ref.GetName())
+	}
+	acc, _ := meta.Accessor(next)
+	acc.SetResourceVersion(currentRV) // unconditional: the write is still conditional on it
+	oldAcc, _ := meta.Accessor(current)
+	if r.AuthorizeWrite != nil {
+		if err := r.AuthorizeWrite(ctx, next, current); err != nil {
+			return nil, st.cached, err
+		}
+	}
+	undo := func() {}
+	if r.Allocate != nil {
+		if undo, err = r.Allocate(ctx, next, current, dryRun); err != nil {
+			return nil, st.cached, allocationError(r, ref.GetName(), err)
+		}
+	}
+	if errs := h.validateUpdate(r, acc, oldAcc, next, current); len(errs) > 0 {
+		undo()
+		return nil, st.cached, apierrors.NewInvalid(r.GroupVersion.WithKind(r.Kind).GroupKind(), ref.GetName(), errs)
+	}
+	if err := h.validateAdmission(ctx, h.updateAttributes(ctx, r, ref, next, current, dryRun)); err != nil {
+		undo()
+		return nil, st.cached, err
+	}
+	if dryRun {
+		undo()
+		return next, false, nil
+	}
+	// The last finalizer gone from an object being deleted: it goes away now, unless it
+	// has grace left (a pod being deleted gracefully waits for its grace-0 delete).
+	if acc.GetDeletionTimestamp() != nil && !pendingDeletion(r, next) && ptr.Deref(oldAcc.GetDeletionGracePeriodSeconds(), 0) == 0 {
+		undo()
+		obj, err := h.finalDelete(ctx, r, ref, next, st.rev)
+		return obj, apierrors.IsConflict(err) && (st.cached || attempt < 10), err
+	}
+	stored, err := h.storedForm(r, st)
+	if err != nil {
+		undo()
+		return nil, false, unknownError(err)
+	}
+	data, err := h.encodeUnlessOnlyTimes(r, next, current, stored)
+	if err != nil {
+		undo()
+		return nil, false, unknownError(err)
+	}
+	// An update that changes nothing is not written, as in kube: the resourceVersion
+	// stays, watchers see nothing, and kubectl reports "(no change)". Unless etcd keeps
+	// it encrypted otherwise than it would be now: then it is written again, which is
+	// how every Secret moves to a new key (kube's rotation: replace them all). (A cache's
+	// copy cannot tell: etcd's is compared, as kube compares when it started from one.)
+	if bytes.Equal(data, stored) && !st.stale {
+		undo()
+		return current, st.cached, nil
+	}
+	rev, err := h.store.Update(ctx, st.key, data, st.rev)
+	if err != nil {
+		undo()
+	}
+	if err == storage.ErrConflict && (st.cached || requestedRV == "" && attempt < 10) {
+		return nil, true, err
+	}
+	if err != nil {
+		return nil, false, storeError(err, r.GroupResource(), ref.GetName())
+	}
+	if r.Release != nil {
+		r.Release(ctx, next, current)
+	}
+	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return readBack(r, next), false, nil
 }
 
 // merge builds the object to store from the current one and the client's version: system
