@@ -13,10 +13,11 @@ type Comparison struct {
 
 // Ratio compares one operation on the two servers; every ratio above 1 means the subject did
 // better: Throughput is the subject's ops/s over the baseline's, P50 and P99 the baseline's
-// latency over the subject's.
+// latency over the subject's, CPU the baseline server's CPU time per operation over the
+// subject's (0: not measured on both).
 type Ratio struct {
-	Operation            string
-	Throughput, P50, P99 float64
+	Operation                 string
+	Throughput, P50, P99, CPU float64
 }
 
 // Ratios pairs the operations both reports measured, in the subject's order.
@@ -49,7 +50,8 @@ func (c Comparison) pairs() []pair {
 func (p pair) ratio() Ratio {
 	b, s := p.baseline, p.subject
 	return Ratio{Operation: s.Operation, Throughput: ratio(s.Throughput(), b.Throughput()),
-		P50: ratio(b.Latency.P50.Seconds(), s.Latency.P50.Seconds()), P99: ratio(b.Latency.P99.Seconds(), s.Latency.P99.Seconds())}
+		P50: ratio(b.Latency.P50.Seconds(), s.Latency.P50.Seconds()), P99: ratio(b.Latency.P99.Seconds(), s.Latency.P99.Seconds()),
+		CPU: ratio(b.CPUPerOp().Seconds(), s.CPUPerOp().Seconds())}
 }
 
 // ratio is a/b, 0 when either is not a measurement.
@@ -65,14 +67,14 @@ func (c Comparison) OK() bool { return c.Baseline.OK() && c.Subject.OK() }
 
 // WriteTable prints the ratio table after the two runs' own tables.
 func (c Comparison) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "\n%s compared with %s (baseline); above 1 is better: throughput is its ops/s over the baseline's, latency the baseline's over its own\n",
+	fmt.Fprintf(w, "\n%s compared with %s (baseline); above 1 is better: throughput is its ops/s over the baseline's, latency the baseline's over its own, CPU/OP the baseline server's CPU per operation over its own (with --cpu-pid-file and --baseline-cpu-pid-file)\n",
 		c.Subject.Server, c.Baseline.Server)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "OPERATION\tBASELINE OPS/S\tOPS/S\tTHROUGHPUT\tBASELINE P50/P99(ms)\tP50/P99(ms)\tP50\tP99")
+	fmt.Fprintln(tw, "OPERATION\tBASELINE OPS/S\tOPS/S\tTHROUGHPUT\tBASELINE P50/P99(ms)\tP50/P99(ms)\tP50\tP99\tCPU/OP")
 	for _, p := range c.pairs() {
 		b, s, r := p.baseline, p.subject, p.ratio()
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s\t%.2f/%.2f\t%.2f/%.2f\t%s\t%s\n", r.Operation, b.Throughput(), s.Throughput(), times(r.Throughput),
-			ms(b.Latency.P50), ms(b.Latency.P99), ms(s.Latency.P50), ms(s.Latency.P99), times(r.P50), times(r.P99))
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%s\t%.2f/%.2f\t%.2f/%.2f\t%s\t%s\t%s\n", r.Operation, b.Throughput(), s.Throughput(), times(r.Throughput),
+			ms(b.Latency.P50), ms(b.Latency.P99), ms(s.Latency.P50), ms(s.Latency.P99), times(r.P50), times(r.P99), times(r.CPU))
 	}
 	tw.Flush()
 	if !c.OK() {
@@ -94,6 +96,7 @@ func (c Comparison) WriteJSON(w io.Writer) error {
 		Throughput float64 `json:"throughput"`
 		P50        float64 `json:"p50"`
 		P99        float64 `json:"p99"`
+		CPU        float64 `json:"cpu_per_op,omitempty"`
 	}
 	out := struct {
 		Mode     string      `json:"mode"`

@@ -15,19 +15,22 @@ import (
 
 func TestComparisonRatios(t *testing.T) {
 	base := &Report{Server: "kube", Results: []Result{
-		{Operation: opCreate, Count: 100, Elapsed: time.Second, Latency: Summary{P50: 4 * time.Millisecond, P99: 10 * time.Millisecond}},
+		{Operation: opCreate, Count: 100, Elapsed: time.Second, Latency: Summary{P50: 4 * time.Millisecond, P99: 10 * time.Millisecond},
+			ServerCPU: 300 * time.Millisecond},
 		{Operation: opList, Count: 10, Elapsed: time.Second, Latency: Summary{P50: 20 * time.Millisecond, P99: 40 * time.Millisecond}},
 		{Operation: opWatch, Count: 50, Elapsed: time.Second},
 	}}
 	subject := &Report{Server: "apichain", Results: []Result{
-		{Operation: opCreate, Count: 150, Elapsed: time.Second, Latency: Summary{P50: 2 * time.Millisecond, P99: 20 * time.Millisecond}},
-		{Operation: opList, Count: 10, Errors: 10, Elapsed: time.Second},
+		{Operation: opCreate, Count: 150, Elapsed: time.Second, Latency: Summary{P50: 2 * time.Millisecond, P99: 20 * time.Millisecond},
+			ServerCPU: 150 * time.Millisecond},
+		{Operation: opList, Count: 10, Errors: 10, Elapsed: time.Second, ServerCPU: time.Second},
 		{Operation: opGet, Count: 10, Elapsed: time.Second},
 	}}
 	got := Comparison{Baseline: base, Subject: subject}.Ratios()
 	assert.Equal(t, []Ratio{
-		{Operation: opCreate, Throughput: 1.5, P50: 2, P99: 0.5},
-		{Operation: opList}, // nothing succeeded on the subject: no ratio
+		// 3 ms of the baseline's CPU per create against 1 ms.
+		{Operation: opCreate, Throughput: 1.5, P50: 2, P99: 0.5, CPU: 3},
+		{Operation: opList}, // nothing succeeded on the subject (and no CPU on the baseline): no ratio
 	}, got, "operations both measured, in the subject's order")
 }
 

@@ -83,6 +83,7 @@ func executeWith(ctx context.Context, args []string, stdout, stderr io.Writer, n
 
 	cfg := defaultWorkloadConfig()
 	var kubeconfig, baselineKubeconfig string
+	var cpuPIDFiles, baselineCPUPIDFiles []string
 	var conflictRetries int
 	root := &cobra.Command{
 		Use:   "apichain-bench --kubeconfig FILE [flags]",
@@ -101,7 +102,12 @@ successful ops). Exits 1 with "FAILED: n operations failed" if any operation fai
 
 With --baseline-kubeconfig, the workload runs against that server first, then against
 --kubeconfig's, and a table gives each operation's throughput and latency ratios (above 1:
---kubeconfig's server did better).`,
+--kubeconfig's server did better).
+
+With --cpu-pid-file (and --baseline-cpu-pid-file; repeatable, each file holds PIDs, read
+again at every reading), each phase also reports the CPU time the server's processes used
+during it, and its CPU per successful operation; the comparison's CPU/OP is the baseline's
+over the subject's.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -114,11 +120,13 @@ With --baseline-kubeconfig, the workload runs against that server first, then ag
 			if err != nil {
 				return err
 			}
-			run := func(kubeconfig string) (*Report, error) {
+			run := func(kubeconfig string, pidFiles []string) (*Report, error) {
 				cs, host, err := newClient(kubeconfig)
 				if err != nil {
 					return nil, err
 				}
+				cfg := cfg
+				cfg.CPUPIDFiles = pidFiles
 				rep, err := runWorkload(ctx, cs, cfg, logf)
 				if err != nil {
 					return nil, err
@@ -129,11 +137,11 @@ With --baseline-kubeconfig, the workload runs against that server first, then ag
 			}
 			var baseline *Report
 			if baselineKubeconfig != "" {
-				if baseline, err = run(baselineKubeconfig); err != nil {
+				if baseline, err = run(baselineKubeconfig, baselineCPUPIDFiles); err != nil {
 					return fmt.Errorf("baseline: %w", err)
 				}
 			}
-			rep, err := run(kubeconfig)
+			rep, err := run(kubeconfig, cpuPIDFiles)
 			if err != nil {
 				return err
 			}
@@ -173,6 +181,8 @@ With --baseline-kubeconfig, the workload runs against that server first, then ag
 	fs.DurationVar(&cfg.WatchTimeout, "watch-timeout", cfg.WatchTimeout, "How long after the last create to wait for watch deliveries.")
 	fs.DurationVar(&cfg.OpTimeout, "op-timeout", cfg.OpTimeout, "Timeout of each request.")
 	fs.BoolVar(&cfg.Keep, "keep", false, "Keep the namespace instead of deleting it.")
+	fs.StringArrayVar(&cpuPIDFiles, "cpu-pid-file", nil, "File holding PIDs of the server's processes, whose CPU time (from /proc) each phase reports (repeatable).")
+	fs.StringArrayVar(&baselineCPUPIDFiles, "baseline-cpu-pid-file", nil, "--cpu-pid-file for the baseline server.")
 
 	sc := startupConfig{Runs: 5, Timeout: 60 * time.Second, PollInterval: 5 * time.Millisecond, StopTimeout: 10 * time.Second}
 	startup := &cobra.Command{

@@ -22,7 +22,10 @@ type Result struct {
 	Conflicts int
 	Elapsed   time.Duration
 	// Latency is over the successful operations only.
-	Latency      Summary
+	Latency Summary
+	// ServerCPU is the CPU time the server's processes used during the phase (user and
+	// system, with --cpu-pid-file; 0: not measured).
+	ServerCPU    time.Duration
 	Notes        []string
 	ErrorSamples []ErrorSample
 }
@@ -31,6 +34,14 @@ type Result struct {
 type ErrorSample struct {
 	Message string `json:"message"`
 	Count   int    `json:"count"`
+}
+
+// CPUPerOp is the server's CPU time per successful operation (0: not measured).
+func (r Result) CPUPerOp() time.Duration {
+	if r.ServerCPU <= 0 || r.Count-r.Errors <= 0 {
+		return 0
+	}
+	return r.ServerCPU / time.Duration(r.Count-r.Errors)
 }
 
 // Throughput is successful operations per second of the phase's wall time.
@@ -106,6 +117,9 @@ func (r *Report) writeResults(w io.Writer) {
 		if res.Operation == opUpdateConflict {
 			notes = append([]string{fmt.Sprintf("conflicts=%d (%.2f/op)", res.Conflicts, res.ConflictsPerOp())}, notes...)
 		}
+		if res.ServerCPU > 0 {
+			notes = append([]string{fmt.Sprintf("server CPU %.2f s (%.3f ms/op)", res.ServerCPU.Seconds(), ms(res.CPUPerOp()))}, notes...)
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%.2f\t%.2f\t%s\n", res.Operation, res.Count, res.Errors,
 			res.Throughput(), ms(res.Latency.P50), ms(res.Latency.P99), strings.Join(notes, "; "))
 	}
@@ -130,6 +144,8 @@ type jsonResult struct {
 	ElapsedSeconds float64       `json:"elapsed_seconds"`
 	OpsPerSecond   float64       `json:"ops_per_second"`
 	Latency        jsonSummary   `json:"latency_ms"`
+	ServerCPU      float64       `json:"server_cpu_seconds,omitempty"`
+	CPUPerOp       float64       `json:"server_cpu_ms_per_op,omitempty"`
 	Notes          []string      `json:"notes,omitempty"`
 	ErrorSamples   []ErrorSample `json:"error_samples,omitempty"`
 }
@@ -172,7 +188,8 @@ func (r *Report) jsonResults() []jsonResult {
 			Operation: res.Operation, Count: res.Count, Errors: res.Errors,
 			Conflicts: res.Conflicts, ConflictsPerOp: res.ConflictsPerOp(),
 			ElapsedSeconds: res.Elapsed.Seconds(), OpsPerSecond: res.Throughput(),
-			Latency: toJSONSummary(res.Latency), Notes: res.Notes, ErrorSamples: res.ErrorSamples,
+			Latency: toJSONSummary(res.Latency), ServerCPU: res.ServerCPU.Seconds(), CPUPerOp: ms(res.CPUPerOp()),
+			Notes: res.Notes, ErrorSamples: res.ErrorSamples,
 		})
 	}
 	return out

@@ -429,7 +429,11 @@ func restart(ctx context.Context, cfg scaleConfig, kubeconfig string) (time.Dura
 }
 
 // residentBytes sums the resident memory (VmRSS) of the processes whose PIDs the files hold.
-func residentBytes(pidFiles []string) (int64, error) {
+func residentBytes(pidFiles []string) (int64, error) { return sumOverPIDs(pidFiles, processRSS) }
+
+// sumOverPIDs sums read over the PIDs the files hold, read again at every call (a restarted
+// server has new ones).
+func sumOverPIDs(pidFiles []string, read func(pid string) (int64, error)) (int64, error) {
 	var total int64
 	for _, f := range pidFiles {
 		raw, err := os.ReadFile(f)
@@ -441,7 +445,10 @@ func residentBytes(pidFiles []string) (int64, error) {
 			return 0, fmt.Errorf("%s holds no PID", f)
 		}
 		for _, pid := range pids {
-			n, err := processRSS(pid)
+			if _, err := strconv.Atoi(pid); err != nil {
+				return 0, fmt.Errorf("%q is not a PID", pid)
+			}
+			n, err := read(pid)
 			if err != nil {
 				return 0, err
 			}
@@ -453,9 +460,6 @@ func residentBytes(pidFiles []string) (int64, error) {
 
 // processRSS is a process's VmRSS from /proc.
 func processRSS(pid string) (int64, error) {
-	if _, err := strconv.Atoi(pid); err != nil {
-		return 0, fmt.Errorf("%q is not a PID", pid)
-	}
 	status, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		return 0, err

@@ -60,6 +60,9 @@ type workloadConfig struct {
 	// OpTimeout bounds each request (and establishing the watches).
 	OpTimeout time.Duration
 	Keep      bool
+	// CPUPIDFiles hold the PIDs of the server's processes, whose CPU time each phase reports
+	// (none: not measured).
+	CPUPIDFiles []string
 }
 
 func defaultWorkloadConfig() workloadConfig {
@@ -130,6 +133,12 @@ func runWorkload(ctx context.Context, cs kubernetes.Interface, cfg workloadConfi
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	measure := len(cfg.CPUPIDFiles) > 0
+	if measure {
+		if _, err := serverCPU(cfg.CPUPIDFiles); err != nil {
+			return nil, fmt.Errorf("server CPU: %w", err)
+		}
+	}
 	w := &workload{cs: cs, cfg: cfg, logf: logf}
 	if err := w.createNamespace(ctx); err != nil {
 		return nil, err
@@ -154,7 +163,20 @@ func runWorkload(ctx context.Context, cs kubernetes.Interface, cfg workloadConfi
 			break
 		}
 		w.logf("phase %s ...", p.name)
+		var before time.Duration
+		var cpuErr error
+		if measure {
+			before, cpuErr = serverCPU(cfg.CPUPIDFiles)
+		}
 		res := p.run(ctx)
+		if measure {
+			after, err := serverCPU(cfg.CPUPIDFiles)
+			if err = errors.Join(cpuErr, err); err != nil {
+				res.Notes = append(res.Notes, "server CPU not read: "+err.Error())
+			} else {
+				res.ServerCPU = after - before
+			}
+		}
 		w.logf("phase %s: %d ops, %d errors in %s", p.name, res.Count, res.Errors, res.Elapsed.Round(time.Millisecond))
 		rep.Results = append(rep.Results, res)
 	}
