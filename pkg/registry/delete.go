@@ -118,22 +118,19 @@ func (h *Handler) delete(ctx context.Context, r *Resource, ref *resourcev1.Resou
 	if _, err := h.admit(ctx, h.attributes(ctx, r, admission.Delete, "", nil, nil, ref.GetNamespace(), ref.GetName(), dryRun, opts)); err != nil {
 		return nil, false, err
 	}
-	st, err := h.readState(ctx, r, ref, !dryRun)
-	for attempt := 0; ; attempt++ {
-		if err != nil {
-			return nil, false, err
-		}
-		obj, deleted, retry, err := h.tryDelete(ctx, r, ref, opts, dryRun, st, attempt)
-		if !retry {
-			return obj, deleted, err
-		}
-		if st, err = h.recheck(ctx, r, ref, st, err); st == nil {
-			return nil, false, err
-		}
+	var obj runtime.Object
+	var deleted bool
+	err := h.attempts(ctx, r, ref, !dryRun, func(st *objectState, attempt int) (retry bool, err error) {
+		obj, deleted, retry, err = h.tryDelete(ctx, r, ref, opts, dryRun, st, attempt)
+		return retry, err
+	})
+	if err != nil {
+		return nil, false, err
 	}
+	return obj, deleted, nil
 }
 
-// tryDelete is one attempt of delete, from st; retry as tryUpdate's.
+// tryDelete is one attempt of delete, from st; retry as tryUpdate's (see attempts).
 func (h *Handler) tryDelete(ctx context.Context, r *Resource, ref *resourcev1.ResourceRef, opts *metav1.DeleteOptions, dryRun bool, st *objectState, attempt int) (obj runtime.Object, deleted, retry bool, err error) {
 	current := st.obj
 	acc, _ := meta.Accessor(current)

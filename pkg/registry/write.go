@@ -352,18 +352,30 @@ func (h *Handler) readState(ctx context.Context, r *Resource, ref *resourcev1.Re
 	return &objectState{key: k, obj: obj, rev: kv.ModRevision, stored: kv.Value, stale: kv.Stale}, nil
 }
 
-// recheck reads etcd's object for another attempt after one from st whose outcome was not
-// the answer. An error decided on a cache's copy stands (nil state) when etcd holds that
-// copy's version, as kube's GuaranteedUpdate returns it when its cached object was current.
-func (h *Handler) recheck(ctx context.Context, r *Resource, ref *resourcev1.ResourceRef, st *objectState, err error) (*objectState, error) {
-	cur, rerr := h.readState(ctx, r, ref, false)
-	switch {
-	case rerr != nil:
-		return nil, rerr
-	case st.cached && err != nil && cur.rev == st.rev:
-		return nil, err
+// attempts runs try from the object at ref (the watch cache's copy, when fromCache and the
+// cache holds one) until an attempt's outcome is the answer (try reports retry false). Every
+// later attempt starts from etcd's object; an error decided on a cache's copy stands when etcd
+// holds that copy's version, as kube's GuaranteedUpdate returns it when its cached object was
+// current.
+func (h *Handler) attempts(ctx context.Context, r *Resource, ref *resourcev1.ResourceRef, fromCache bool, try func(st *objectState, attempt int) (retry bool, err error)) error {
+	st, err := h.readState(ctx, r, ref, fromCache)
+	if err != nil {
+		return err
 	}
-	return cur, nil
+	for attempt := 0; ; attempt++ {
+		retry, err := try(st, attempt)
+		if !retry {
+			return err
+		}
+		cur, rerr := h.readState(ctx, r, ref, false)
+		switch {
+		case rerr != nil:
+			return rerr
+		case st.cached && err != nil && cur.rev == st.rev:
+			return err
+		}
+		st = cur
+	}
 }
 
 // storedForm is st's object as etcd keeps it, unencrypted: for a cache's copy, encoded again
@@ -389,19 +401,15 @@ func (h *Handler) storedForm(r *Resource, st *objectState) ([]byte, error) {
 // not a write etcd took is decided again on etcd's object (an error stands if etcd holds the
 // copy's version). A dry run reads etcd, as kube's.
 func (h *Handler) update(ctx context.Context, r *Resource, ref *resourcev1.ResourceRef, dryRun bool, change func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
-	st, err := h.readState(ctx, r, ref, !dryRun)
-	for attempt := 0; ; attempt++ {
-		if err != nil {
-			return nil, err
-		}
-		obj, retry, err := h.tryUpdate(ctx, r, ref, dryRun, change, st, attempt)
-		if !retry {
-			return obj, err
-		}
-		if st, err = h.recheck(ctx, r, ref, st, err); st == nil {
-			return nil, err
-		}
+	var out runtime.Object
+	err := h.attempts(ctx, r, ref, !dryRun, func(st *objectState, attempt int) (retry bool, err error) {
+		out, retry, err = h.tryUpdate(ctx, r, ref, dryRun, change, st, attempt)
+		return retry, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 // tryUpdate is one attempt of update, from st. retry: the attempt's outcome is not the answer
