@@ -120,6 +120,12 @@ over the subject's.`,
 			if err != nil {
 				return err
 			}
+			// Both servers' PID files are read before either run, so a wrong one fails at once.
+			for _, files := range [][]string{baselineCPUPIDFiles, cpuPIDFiles} {
+				if _, err := serverCPU(files); err != nil {
+					return fmt.Errorf("server CPU: %w", err)
+				}
+			}
 			run := func(kubeconfig string, pidFiles []string) (*Report, error) {
 				cs, host, err := newClient(kubeconfig)
 				if err != nil {

@@ -134,11 +134,6 @@ func runWorkload(ctx context.Context, cs kubernetes.Interface, cfg workloadConfi
 		return nil, err
 	}
 	measure := len(cfg.CPUPIDFiles) > 0
-	if measure {
-		if _, err := serverCPU(cfg.CPUPIDFiles); err != nil {
-			return nil, fmt.Errorf("server CPU: %w", err)
-		}
-	}
 	w := &workload{cs: cs, cfg: cfg, logf: logf}
 	if err := w.createNamespace(ctx); err != nil {
 		return nil, err
